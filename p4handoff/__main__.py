@@ -1,0 +1,5 @@
+import sys
+
+from p4handoff.cli import main
+
+sys.exit(main())

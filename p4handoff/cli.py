@@ -1,0 +1,36 @@
+"""The `p4handoff` command line: one entry point, one subcommand per part.
+
+Each part owns its subcommand in its own `cli` module (`add_parser(sub)`
+registers it and sets `func`); this file only dispatches and turns errors
+into exit codes a script can rely on.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="p4handoff", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or EXIT_OK)
+    except (ValueError, OSError) as exc:
+        print(f"p4handoff {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

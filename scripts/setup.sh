@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# `make setup`: install every dependency that Debian's apt and PyPI provide,
+# then say plainly which tools could not be installed from them.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv}
+
+APT_PACKAGES=(
+  python3 python3-venv python3-dev    # the project's virtualenv (system Python, so Mininet is importable)
+  iproute2 ethtool tcpdump nftables   # namespaces, veth, qdiscs, offload control, captures, RST suppression
+  mininet                             # the lab's topologies
+  python3-thrift                      # BMv2's simple_switch_CLI (queue rates/depths over Thrift)
+)
+
+missing=()
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else return 1; fi; }
+
+echo "== apt packages: ${APT_PACKAGES[*]}"
+if command -v apt-get >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  as_root apt-get update -qq || echo "apt-get update failed; trying with the package lists at hand"
+  if ! as_root apt-get install -y -qq --no-install-recommends "${APT_PACKAGES[@]}" >/dev/null; then
+    for p in "${APT_PACKAGES[@]}"; do
+      as_root apt-get install -y -qq --no-install-recommends "$p" >/dev/null 2>&1 || missing+=("apt:$p")
+    done
+  fi
+else
+  missing+=("apt-get (not a Debian system: install ${APT_PACKAGES[*]} by hand)")
+fi
+
+echo "== Python virtualenv in $VENV (system site packages visible, for Mininet)"
+if [ ! -x "$VENV/bin/python" ]; then
+  /usr/bin/python3 -m venv --system-site-packages "$VENV" || missing+=("venv at $VENV")
+fi
+if [ -x "$VENV/bin/python" ]; then
+  "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+  "$VENV/bin/python" -m pip install -q -e '.[dev,lab]' || { echo "setup: pip install failed; the tests cannot run" >&2; exit 1; }
+fi
+
+echo "== P4 toolchain (not in any package registry: install from p4lang, see README 'P4 toolchain')"
+for tool in p4c-bm2-ss simple_switch_grpc simple_switch_CLI; do
+  if path=$(command -v "$tool"); then echo "   found $tool at $path"; else missing+=("$tool"); fi
+done
+
+echo
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: everything is installed."
+else
+  echo "setup: NOT installed:"
+  for m in "${missing[@]}"; do echo "  - $m"; done
+  echo "Suites that need a missing tool are skipped by 'make test', each named with the reason."
+fi
+exit 0
