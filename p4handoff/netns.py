@@ -75,6 +75,18 @@ def _run(args: Sequence[str], *, timeout: float, check: bool = True,
     return done
 
 
+def enter(netns_fd: int) -> None:
+    """Move the calling thread into the network namespace open as `netns_fd`.
+
+    Also usable as a subprocess `preexec_fn`, to run a tool in a namespace
+    known only by a file descriptor (e.g. one saved from
+    /proc/thread-self/ns/net by code that was started inside it).
+    """
+    if _libc().setns(netns_fd, _CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"setns: {os.strerror(err)}")
+
+
 def stop_process(proc: subprocess.Popen, timeout: float = 5.0) -> int:
     """Stop a process started by `Namespace.start` (its own process group): TERM, then KILL.
 
@@ -130,9 +142,7 @@ class Namespace:
             try:
                 fd = os.open(NETNS_DIR / self.name, os.O_RDONLY)
                 try:
-                    if _libc().setns(fd, _CLONE_NEWNET) != 0:
-                        err = ctypes.get_errno()
-                        raise OSError(err, f"setns({self.name}): {os.strerror(err)}")
+                    enter(fd)
                 finally:
                     os.close(fd)
                 result.append(fn())
