@@ -1,0 +1,228 @@
+"""Egress queues: drop-tail, RED and M-RED, each with DSBP's dummy class.
+
+The rules mirror the base-station P4 program (docs/wire-contract.md and
+docs/simulator.md, "Queues"), in floating point:
+
+* Occupancy is counted in packets *waiting*; the packet being transmitted
+  has left the queue (as in ns-2 and BMv2's egress queue). A queue of limit
+  B therefore holds B waiting packets plus one on the wire.
+* Two strict-priority classes share the buffer: data (including IPF
+  priority packets) is always served before DSBP dummies. A dummy is
+  refused when the total occupancy is at or above `dummy_threshold`; a data
+  packet that finds the buffer full pushes out the newest dummy instead of
+  being dropped. Dummies are never counted in any average.
+* RED (Floyd & Jacobson 1993) averages the data occupancy at each data
+  arrival, with the idle-time correction; M-RED averages and early-drops
+  non-priority packets only and admits priority packets unless the buffer
+  is full.
+"""
+from __future__ import annotations
+
+import random
+from collections import deque
+from typing import Callable
+
+from hosts.sim.packet import DUMMY, PRIORITY, Packet
+
+
+class Queue:
+    """Drop-tail FIFO of `limit` packets with a lower-priority dummy class."""
+
+    kind = "droptail"
+
+    def __init__(self, limit: int, dummy_threshold: int | None = None) -> None:
+        if limit < 1:
+            raise ValueError(f"queue limit must be at least 1 packet, got {limit}")
+        if dummy_threshold is None:
+            dummy_threshold = max(1, limit // 2)
+        if not 0 <= dummy_threshold <= limit:
+            raise ValueError(f"dummy_threshold must be within 0..limit ({limit}), got {dummy_threshold}")
+        self.limit = limit
+        self.dummy_threshold = dummy_threshold
+        self._data: deque[Packet] = deque()
+        self._dummy: deque[Packet] = deque()
+        self.drops: dict[str, int] = {}
+        self.on_drop: Callable[[Packet, str], None] | None = None  # set by the network's flow accounting
+
+    def attach(self, rate_bps: float, rng: random.Random) -> None:
+        """Called by the link that owns this queue (RED needs its rate and a random stream)."""
+
+    @property
+    def avg(self) -> float:
+        """The AQM's average queue (0 for drop-tail)."""
+        return 0.0
+
+    def __len__(self) -> int:
+        return len(self._data) + len(self._dummy)
+
+    @property
+    def data_len(self) -> int:
+        return len(self._data)
+
+    @property
+    def dummy_len(self) -> int:
+        return len(self._dummy)
+
+    def _drop(self, pkt: Packet, cause: str) -> bool:
+        self.drops[cause] = self.drops.get(cause, 0) + 1
+        if self.on_drop is not None:
+            self.on_drop(pkt, cause)
+        return False
+
+    def _make_room(self) -> bool:
+        """Room for one data packet: push out the newest dummy if the buffer is full."""
+        if len(self._data) + len(self._dummy) < self.limit:
+            return True
+        if self._dummy:
+            self._drop(self._dummy.pop(), "dummy_pushout")
+            return True
+        return False
+
+    def enqueue(self, pkt: Packet, now: float) -> bool:
+        """Admit `pkt` or count why not; True if it was queued."""
+        if pkt.klass == DUMMY:
+            if len(self._data) + len(self._dummy) >= self.dummy_threshold:
+                return self._drop(pkt, "dummy")
+            self._dummy.append(pkt)
+            return True
+        if not self._admit(pkt, now):
+            return False
+        if not self._make_room():
+            return self._drop(pkt, "overflow")
+        self._data.append(pkt)
+        self._admitted(pkt)
+        return True
+
+    def _admit(self, pkt: Packet, now: float) -> bool:
+        return True
+
+    def _admitted(self, pkt: Packet) -> None:
+        pass
+
+    def dequeue(self, now: float) -> Packet | None:
+        """The next packet to transmit (data before dummies), or None."""
+        if self._data:
+            return self._data.popleft()
+        if self._dummy:
+            return self._dummy.popleft()
+        return None
+
+    def take(self, dst: str, now: float) -> list[Packet]:
+        """Remove and return, in order, every waiting packet for `dst` (IPF's buffer)."""
+        taken = [p for p in self._data if p.dst == dst] + [p for p in self._dummy if p.dst == dst]
+        if taken:
+            self._data = deque(p for p in self._data if p.dst != dst)
+            self._dummy = deque(p for p in self._dummy if p.dst != dst)
+            self._recount(now)
+        return taken
+
+    def clear(self, now: float) -> list[Packet]:
+        """Empty the queue (link outage); return what was waiting."""
+        lost = list(self._data) + list(self._dummy)
+        self._data.clear()
+        self._dummy.clear()
+        self._recount(now)
+        return lost
+
+    def _recount(self, now: float) -> None:
+        pass
+
+
+class RED(Queue):
+    """Random Early Detection (Floyd & Jacobson 1993), optionally priority-aware (M-RED).
+
+    `avg` is the EWMA of the counted occupancy, updated at each counted
+    arrival: all data for RED, non-priority data for M-RED. While no counted
+    packet is waiting or being sent, the average decays as if `m` empty
+    samples had been taken, m = idle time / (mean_pkt_size·8 / rate).
+    """
+
+    kind = "red"
+    priority_aware = False
+
+    def __init__(self, limit: int, min_th: float, max_th: float, max_p: float, w_q: float,
+                 mean_pkt_size: int = 1000, dummy_threshold: int | None = None) -> None:
+        super().__init__(limit, dummy_threshold)
+        if not 0 <= min_th < max_th:
+            raise ValueError(f"RED needs 0 <= min_th < max_th, got min_th={min_th}, max_th={max_th}")
+        if not 0 < max_p <= 1:
+            raise ValueError(f"RED max_p must be in (0, 1], got {max_p}")
+        if not 0 <= w_q <= 1:
+            raise ValueError(f"RED w_q must be in [0, 1], got {w_q}")
+        if mean_pkt_size <= 0:
+            raise ValueError(f"RED mean_pkt_size must be positive, got {mean_pkt_size}")
+        self.min_th = float(min_th)
+        self.max_th = float(max_th)
+        self.max_p = float(max_p)
+        self.w_q = float(w_q)
+        self.mean_pkt_size = mean_pkt_size
+        self._avg = 0.0
+        self.count = -1
+        self.counted = 0                     # counted packets waiting
+        self.idle_since: float | None = 0.0  # when the counted queue last went idle
+        self._pkt_time = 0.0
+        self._rng: random.Random | None = None
+
+    def attach(self, rate_bps: float, rng: random.Random) -> None:
+        self._pkt_time = self.mean_pkt_size * 8 / rate_bps
+        self._rng = rng
+
+    @property
+    def avg(self) -> float:
+        return self._avg
+
+    @avg.setter
+    def avg(self, value: float) -> None:
+        self._avg = value
+
+    def _counts(self, pkt: Packet) -> bool:
+        return not (self.priority_aware and pkt.klass == PRIORITY)
+
+    def _admit(self, pkt: Packet, now: float) -> bool:
+        if not self._counts(pkt):
+            return True
+        w = self.w_q
+        idle = self.idle_since
+        if idle is not None and now > idle:
+            self._avg *= (1.0 - w) ** ((now - idle) / self._pkt_time)
+            self.idle_since = now
+        avg = self._avg = (1.0 - w) * self._avg + w * self.counted
+        if avg >= self.max_th:
+            self.count = 0
+            return self._drop(pkt, "forced")
+        if avg >= self.min_th:
+            self.count += 1
+            p_b = self.max_p * (avg - self.min_th) / (self.max_th - self.min_th)
+            denom = 1.0 - self.count * p_b
+            if denom <= 0.0 or self._rng.random() < p_b / denom:  # type: ignore[union-attr]
+                self.count = 0
+                return self._drop(pkt, "early")
+        else:
+            self.count = -1
+        return True
+
+    def _admitted(self, pkt: Packet) -> None:
+        if self._counts(pkt):
+            self.counted += 1
+            self.idle_since = None
+
+    def dequeue(self, now: float) -> Packet | None:
+        pkt = super().dequeue(now)
+        if pkt is not None and pkt.klass != DUMMY and self._counts(pkt):
+            self.counted -= 1
+        if self.counted == 0 and self.idle_since is None:
+            # The counted queue is idle once this packet has been sent.
+            self.idle_since = now if pkt is None else now + self._pkt_time * pkt.size / self.mean_pkt_size
+        return pkt
+
+    def _recount(self, now: float) -> None:
+        self.counted = sum(1 for p in self._data if self._counts(p))
+        if self.counted == 0 and self.idle_since is None:
+            self.idle_since = now
+
+
+class MRED(RED):
+    """M-RED (IPF): the average and early drops concern non-priority packets only."""
+
+    kind = "mred"
+    priority_aware = True
