@@ -1,0 +1,37 @@
+"""Per-connection trace records: what the papers plot (cwnd, ssthresh over time) plus why it changed.
+
+The core builds a record only when a sink is attached; writing CSV or JSON
+lines is the driver's job (`as_dict` gives a flat row).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+
+@dataclass(slots=True, frozen=True)
+class TraceRecord:
+    """One event of one connection. Window figures in bytes, times in seconds.
+
+    `snd_una` counts bytes acknowledged since the connection's first data byte;
+    `srtt` is None before the first RTT sample.
+    """
+
+    time: float
+    conn: str
+    event: str
+    state: str
+    cwnd: int
+    ssthresh: int
+    flight: int
+    srtt: float | None
+    rto: float
+    snd_una: int
+    mss: int
+    detail: str = ""
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+TraceSink = Callable[[TraceRecord], None]
