@@ -31,7 +31,7 @@ unit: ## fast tests only (no BMv2, no namespaces)
 	$(PY) -m pytest tests -m "not bmv2 and not netns"
 
 ptf: build ## the PTF suite against BMv2 alone
-	$(PY) -m pytest tests/test_ptf.py
+	$(PY) -m pytest -v tests/test_ptf.py
 
 clean:
 	rm -rf $(BUILD)

@@ -546,3 +546,7 @@ def test_a_switch_that_cannot_start_is_reported_with_its_log(tmp_path):
         with pytest.raises(Bmv2Error, match="log"):
             sw.start()
     assert not sw.alive
+    sw = Bmv2Switch({1: "p4hnosuchif"}, log_path=tmp_path / "s2.log")
+    with pytest.raises(Bmv2Error, match="port 1: interface 'p4hnosuchif' does not exist in the root namespace"):
+        sw.start()
+    assert sw.pid is None

@@ -105,9 +105,12 @@ class ThriftCli:
 
     def run(self, commands: Sequence[str]) -> list[str]:
         """Run the commands in one CLI session; returns each command's output. Bmv2Error on any refusal."""
-        if shutil.which(SIMPLE_SWITCH_CLI) is None:
+        script = shutil.which(SIMPLE_SWITCH_CLI)
+        if script is None:
             raise Bmv2Error(f"'{SIMPLE_SWITCH_CLI}' is not on PATH (BMv2 is not installed)")
-        args = _in_netns(self.netns, [SIMPLE_SWITCH_CLI, "--thrift-port", str(self.thrift_port)])
+        # The script's `#!/usr/bin/env python3` may find an interpreter without the `thrift` module
+        # (e.g. a pyenv shim); ours sees the system site-packages where thrift and BMv2's modules are.
+        args = _in_netns(self.netns, [sys.executable, script, "--thrift-port", str(self.thrift_port)])
         try:
             done = subprocess.run(args, input="\n".join(commands) + "\n", capture_output=True, text=True,
                                   timeout=self.timeout)
@@ -232,6 +235,12 @@ class Bmv2Switch:
         available, reason = bmv2_available()
         if not available:
             raise Bmv2Error(reason)
+        for port, ifname in self.ports.items():  # BMv2 would start anyway, silently without the port
+            try:
+                _run(self.netns, ["ip", "link", "show", "dev", ifname])
+            except Bmv2Error:
+                where = f"namespace {self.netns.name}" if self.netns else "the root namespace"
+                raise Bmv2Error(f"port {port}: interface {ifname!r} does not exist in {where}") from None
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log:
             if self.netns is not None:
