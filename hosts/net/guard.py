@@ -25,7 +25,7 @@ _tables = itertools.count()
 NFT_TIMEOUT = 10.0
 
 
-class GuardError(RuntimeError):
+class GuardError(OSError):
     """nftables refused the rule (not root, no nf_tables, ...)."""
 
 

@@ -1,0 +1,272 @@
+"""Run one sans-IO TCP connection on real packets, in the network namespace of this process.
+
+The loop is single-threaded: wait (epoll, with the connection's next timer
+as the timeout) for segments or a handoff notification; hand every queued
+segment to the connection (decoded and verified by `hosts.codec`); then
+poll the connection once and transmit what it returns. Draining a whole
+burst of ACKs before polling batches the sends the ACKs release, which is
+what keeps Python's per-call cost off the critical path.
+
+Which segments belong to the connection is decided here (the core trusts
+its driver): our port, the peer's port, and a source address that is the
+peer's — its home address, its current path, or a path a handoff
+notification named (DSBP's second address). Segments for our port that
+belong to no connection are answered like a closed port (RFC 9293 3.10.7.1:
+RST), exactly as the kernel would have; malformed packets are counted and
+dropped. The kernel's own TCP is kept out by `guard.KernelTcpGuard`.
+
+Handoff notifications (UDP, `p4handoff.notify`) are decoded, de-duplicated
+by (MH address, seq) and given to the connection, which ignores events for
+other hosts.
+"""
+from __future__ import annotations
+
+import logging
+import selectors
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from hosts.codec import MalformedSegment, decode, encode, internet_checksum
+from hosts.net.guard import KernelTcpGuard
+from hosts.net.rawio import PacketReceiver, PacketSender
+from hosts.segment import ACK, RST, SYN, Segment
+from hosts.tcp.connection import State, TcpConnection, rst_for
+from p4handoff.notify import Notification, NotificationError
+from p4handoff.wire import IP_PROTO_TCP
+
+log = logging.getLogger(__name__)
+BATCH = 256  # packets taken from the socket before the connection is polled
+
+
+@dataclass
+class DriverStats:
+    """Counters of one run (printed by the command line, checked by tests)."""
+
+    segments_in: int = 0
+    segments_out: int = 0
+    malformed: int = 0
+    foreign: int = 0  # well-formed, for our port, but not our connection's
+    resets_sent_for_foreign: int = 0
+    send_drops: int = 0
+    notifications: int = 0
+    bad_notifications: int = 0
+    malformed_reasons: dict[str, int] = field(default_factory=dict)
+
+
+class NetDriver:
+    """Owns the sockets, the kernel guard and the loop for one connection.
+
+    `port` 0 picks a free port (the sender's ephemeral port). `local_addr`
+    restricts capture to one of our addresses (a sender knows it; a receiver
+    may be reached on several, e.g. a second care-of address). Use as a
+    context manager, or call `close()`.
+    """
+
+    def __init__(self, port: int = 0, local_addr: str | None = None, *, notify_port: int | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.stats = DriverStats()
+        self.conn: TcpConnection | None = None
+        self._make_conn: Callable[[Segment], TcpConnection] | None = None
+        self._peer_addrs: set[str] = set()
+        self._seen_notes: set[tuple[str, int]] = set()
+        self._selector = selectors.DefaultSelector()
+        self.guard = KernelTcpGuard(port, local_addr)
+        self.port = self.guard.port
+        self.local_addr = local_addr
+        self.rx: PacketReceiver | None = None
+        self.tx: PacketSender | None = None
+        self.notify_sock: socket.socket | None = None
+        try:
+            self.rx = PacketReceiver(self.port, local_addr)
+            self.tx = PacketSender()
+            self._selector.register(self.rx.fileno(), selectors.EVENT_READ)
+            if notify_port:
+                self.notify_sock = _notification_socket(notify_port)
+                self._selector.register(self.notify_sock.fileno(), selectors.EVENT_READ)
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> "NetDriver":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------
+    def run(self, conn: TcpConnection | None, *, timeout: float,
+            make_conn: Callable[[Segment], TcpConnection] | None = None,
+            until: Callable[[TcpConnection], bool] | None = None,
+            close_on_eof: bool = False) -> TcpConnection:
+        """Drive `conn` (already `connect()`ed) until it is closed or `until(conn)` holds.
+
+        With `conn` None, the first SYN to our port creates the connection:
+        `make_conn(syn)` must return a fresh TcpConnection for the address
+        the SYN was sent to, on which `listen()` is then called.
+        `close_on_eof` closes our side once the peer has finished (a
+        receiver's behaviour). May be called again to continue. Raises
+        TimeoutError (after aborting the connection with a RST) if neither
+        happens within `timeout` seconds.
+        """
+        if conn is None and make_conn is None:
+            raise ValueError("run() needs a connection or a make_conn to accept one")
+        self.conn = conn
+        self._make_conn = make_conn
+        if conn is not None:
+            self._peer_addrs = {conn.remote_addr, conn.peer_home}
+        deadline = self.clock() + timeout
+        select = self._selector.select
+        clock = self.clock
+        while True:
+            conn = self.conn
+            now = clock()
+            if conn is not None:
+                if close_on_eof and conn.eof and conn.state is State.CLOSE_WAIT:
+                    conn.close()
+                self._transmit(conn.poll(now))
+                if conn.closed or (until is not None and until(conn)):
+                    return conn
+                wake = conn.next_wakeup()
+            else:
+                wake = None
+            if now >= deadline:
+                self._give_up(timeout)
+            limit = deadline if wake is None else min(wake, deadline)
+            events = select(max(0.0, limit - now)) if limit > now else select(0)
+            for key, _ in events:
+                if self.notify_sock is not None and key.fd == self.notify_sock.fileno():
+                    self._take_notifications(clock())
+                else:
+                    self._take_segments(clock())
+
+    def _give_up(self, timeout: float) -> None:
+        conn = self.conn
+        if conn is None:
+            raise TimeoutError(f"no connection arrived on port {self.port} within {timeout} s")
+        state, error = conn.state.value, conn.error
+        if not conn.closed:
+            conn.abort()
+            self._transmit(conn.poll(self.clock()))
+        raise TimeoutError(f"connection not finished within {timeout} s (state {state}"
+                           f"{', ' + error if error else ''})")
+
+    # ------------------------------------------------------------------
+    def _take_segments(self, now: float) -> None:
+        assert self.rx is not None
+        stats = self.stats
+        conn = self.conn
+        for received in self.rx.receive(BATCH):
+            packet = received.packet
+            try:
+                seg = decode(packet)
+            except MalformedSegment as exc:
+                if not (received.checksum_trusted and exc.reason == "bad TCP checksum"):
+                    self._malformed(exc.reason)
+                    continue
+                seg = decode(_fill_tcp_checksum(packet))  # offloaded: the kernel vouches for it
+            stats.segments_in += 1
+            if conn is None or conn.state is State.LISTEN:
+                conn = self._accept(seg, now)
+                continue
+            if (seg.dport == conn.local_port and seg.sport == conn.remote_port
+                    and seg.src in self._peer_addrs):
+                conn.handle(seg, now)
+            else:
+                self._foreign(seg)
+
+    def _accept(self, seg: Segment, now: float) -> TcpConnection | None:
+        """Listener: a SYN (without ACK) opens the connection; anything else is a closed port's."""
+        if seg.flags & (SYN | ACK | RST) != SYN:
+            self._foreign(seg)
+            return self.conn
+        conn = self.conn
+        if conn is None:
+            assert self._make_conn is not None
+            conn = self._make_conn(seg)
+            conn.listen()
+            self.conn = conn
+        conn.handle(seg, now)
+        self._peer_addrs = {conn.remote_addr, conn.peer_home}
+        return conn
+
+    def _foreign(self, seg: Segment) -> None:
+        self.stats.foreign += 1
+        rst = rst_for(seg)
+        if rst is not None:
+            self.stats.resets_sent_for_foreign += 1
+            self._transmit([rst])
+
+    def _malformed(self, reason: str) -> None:
+        self.stats.malformed += 1
+        self.stats.malformed_reasons[reason] = self.stats.malformed_reasons.get(reason, 0) + 1
+        log.debug("dropped malformed packet: %s", reason)
+
+    def _transmit(self, segments: list[Segment]) -> None:
+        if not segments:
+            return
+        assert self.tx is not None
+        send = self.tx.send
+        for seg in segments:
+            if not send(encode(seg), seg.dst):
+                self.stats.send_drops += 1
+        self.stats.segments_out += len(segments)
+
+    def _take_notifications(self, now: float) -> None:
+        assert self.notify_sock is not None
+        while True:
+            try:
+                data = self.notify_sock.recv(2048)
+            except (BlockingIOError, InterruptedError):
+                return
+            try:
+                note = Notification.decode(data)
+            except NotificationError as exc:
+                self.stats.bad_notifications += 1
+                log.warning("ignored handoff notification: %s", exc)
+                continue
+            key = (note.mh_addr, note.seq)
+            if key in self._seen_notes:
+                continue
+            self._seen_notes.add(key)
+            self.stats.notifications += 1
+            conn = self.conn
+            if conn is None:
+                continue
+            if note.mh_addr == conn.peer_home and note.path_addr != "0.0.0.0":
+                self._peer_addrs.add(note.path_addr)
+            conn.notify(note, now)
+
+    # ------------------------------------------------------------------
+    def close(self) -> None:
+        """Release sockets and the kernel guard (idempotent)."""
+        self._selector.close()
+        for closable in (self.rx, self.tx, self.notify_sock):
+            if closable is not None:
+                closable.close()
+        self.guard.close()
+
+
+def _notification_socket(port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        sock.bind(("0.0.0.0", port))
+    except OSError as exc:
+        sock.close()
+        raise OSError(exc.errno, f"cannot listen for handoff notifications on UDP port {port}: {exc.strerror} "
+                                 "(another host process here already does; give a different port, or 0)") from None
+    sock.setblocking(False)
+    return sock
+
+
+def _fill_tcp_checksum(packet: bytes) -> bytes:
+    """The packet with its TCP checksum computed (it was left to a NIC that never saw it)."""
+    ihl = (packet[0] & 0x0F) * 4
+    total = int.from_bytes(packet[2:4], "big")
+    tcp = bytearray(packet[ihl:total])
+    tcp[16:18] = b"\x00\x00"
+    pseudo = packet[12:20] + bytes((0, IP_PROTO_TCP)) + len(tcp).to_bytes(2, "big")
+    tcp[16:18] = internet_checksum(pseudo + tcp).to_bytes(2, "big")
+    return packet[:ihl] + bytes(tcp)
