@@ -10,6 +10,8 @@ import argparse
 import sys
 from typing import Sequence
 
+from hosts.cli import add_parser as add_host_parser
+
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -18,6 +20,7 @@ EXIT_USAGE = 2
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="p4handoff", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    add_host_parser(sub)
     return parser
 
 
