@@ -14,6 +14,7 @@ from typing import Callable
 
 from hosts.endpoint import Endpoint
 from hosts.segment import Segment
+from hosts.tcp.connection import TcpConnection
 
 IP_TCP_HEADERS = 40
 
@@ -109,3 +110,44 @@ class Loop:
                 if ep is not None:
                     ep.handle(seg, t)
             self._poll_all()
+
+
+class ScriptedPeer:
+    """The far end of one connection, played by hand: a test crafts exactly the segments it wants.
+
+    Byte offsets are relative: `ack_data(k)` acknowledges the first k payload
+    bytes the connection sent, `data(k, n)` carries peer bytes k..k+n.
+    """
+
+    def __init__(self, conn: TcpConnection, addr: str = "10.9.9.9", port: int = 5001, isn: int = 7000,
+                 window: int = 65535, mss: int = 1460, wscale: int | None = None, ts: bool = False,
+                 sack: bool = False) -> None:
+        self.conn, self.addr, self.port, self.isn = conn, addr, port, isn
+        self.window, self.mss, self.wscale, self.ts, self.sack = window, mss, wscale, ts, sack
+        self.clock = 1  # our TSval
+
+    def open(self, now: float = 0.0) -> list[Segment]:
+        """Complete the conn's active open; returns what the conn sent after our SYN-ACK."""
+        self.conn.connect(self.addr, self.port)
+        syn = self.conn.poll(now)[0]
+        self.conn_iss = syn.seq
+        self.conn_ts = syn.ts
+        self.conn.handle(Segment(self.addr, syn.src, self.port, syn.sport, self.isn, (syn.seq + 1) & 0xFFFFFFFF,
+                                 0x12, min(self.window, 0xFFFF), mss=self.mss, wscale=self.wscale,
+                                 sack_permitted=self.sack,
+                                 ts=(self.clock, syn.ts[0]) if self.ts and syn.ts else None), now)
+        return self.conn.poll(now)
+
+    def segment(self, flags: int = 0x10, ack: int | None = None, seq: int = 1, payload: bytes = b"",
+                window: int | None = None, ts: tuple[int, int] | None = None) -> Segment:
+        """A segment from us; `ack` and `seq` are relative offsets (data bytes), raw wire values otherwise."""
+        c = self.conn
+        return Segment(self.addr, c.local_addr, self.port, c.local_port, (self.isn + seq) & 0xFFFFFFFF,
+                       (self.conn_iss + 1 + (ack or 0)) & 0xFFFFFFFF, flags,
+                       self.window if window is None else window, payload, ts=ts)
+
+    def ack_data(self, k: int, now: float, window: int | None = None) -> list[Segment]:
+        """Acknowledge the first k payload bytes; returns what the connection sends in reply."""
+        self.conn.handle(self.segment(ack=k, window=window), now)
+        return self.conn.poll(now)
+
