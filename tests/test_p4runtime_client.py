@@ -270,13 +270,12 @@ def test_protobuf_backend_is_chosen_by_the_package_and_a_late_choice_is_explaine
 
 # ---------------------------------------------------------------- against BMv2
 
-P4C = "p4c-bm2-ss"
 CPU_PORT = 255  # tests/p4/mini.p4
 
 
 def _bmv2_skip_reason() -> str | None:
     from p4handoff.netns import unavailable_reason
-    from topo.bmv2 import bmv2_available
+    from topo.bmv2 import P4C, bmv2_available
     available, reason = bmv2_available()
     if not available:
         return reason
@@ -287,15 +286,11 @@ def _bmv2_skip_reason() -> str | None:
 
 @pytest.fixture(scope="module")
 def mini(tmp_path_factory) -> tuple[Path, Path]:
+    from topo.bmv2 import compile_p4
     reason = _bmv2_skip_reason()
     if reason:
         pytest.skip(reason)
-    out = tmp_path_factory.mktemp("mini")
-    p4info, config = out / "mini.p4info.txtpb", out / "mini.json"
-    done = subprocess.run([P4C, "--arch", "v1model", "-o", str(config), "--p4runtime-files", str(p4info),
-                           str(HERE / "p4" / "mini.p4")], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    return p4info, config
+    return compile_p4(HERE / "p4" / "mini.p4", tmp_path_factory.mktemp("mini"))
 
 
 @pytest.fixture(scope="module")
@@ -542,7 +537,7 @@ def test_a_switch_that_cannot_start_is_reported_with_its_log(tmp_path):
     with socket.socket() as busy:  # the gRPC port is taken: simple_switch_grpc cannot bind it
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        sw = Bmv2Switch({}, grpc_port=busy.getsockname()[1], log_path=tmp_path / "s.log", start_timeout=10)
+        sw = Bmv2Switch({}, grpc_port=busy.getsockname()[1], log_path=tmp_path / "s.log", start_timeout=2)
         with pytest.raises(Bmv2Error, match="log"):
             sw.start()
     assert not sw.alive

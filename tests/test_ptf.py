@@ -18,19 +18,22 @@ import re
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from p4handoff import netns
 from p4handoff.wire import load_constants
-from topo.bmv2 import Bmv2Switch, bmv2_available, veth_port
+from topo.bmv2 import P4C, Bmv2Switch, bmv2_available, compile_p4, veth_port
 
 ROOT = Path(__file__).resolve().parents[1]
 PTF_DIR = ROOT / "ptf-tests"
 P4INFO = ROOT / "build" / "bs.p4info.txtpb"
 BMV2_JSON = ROOT / "build" / "bs.json"
 LOG_DIR = ROOT / "build" / "ptf"
+SELFTEST_P4 = ROOT / "tests" / "p4" / "mini.p4"
+SELFTEST_DIR = ROOT / "tests" / "p4" / "ptf"
 PTF = Path(sys.executable).with_name("ptf")
 N_PORTS = 4  # PTF/switch ports 1..N_PORTS
 TEST_TIMEOUT_S = 120.0  # one PTF test, start-up included
@@ -55,17 +58,18 @@ def discover(ptf_dir: Path = PTF_DIR) -> list[str]:
     return names
 
 
-def skip_reason() -> str | None:
-    """Why the PTF suite cannot run here, or None."""
+def skip_reason(need_build: bool = True) -> str | None:
+    """Why the PTF suite (or, need_build=False, the harness self-test) cannot run here, or None."""
     available, reason = bmv2_available()
     if not available:
         return reason
-    if not PTF.exists() and shutil.which("ptf") is None:
-        return "'ptf' is not installed (pip install ptf; make setup)"
-    if not (P4INFO.exists() and BMV2_JSON.exists()):
-        if shutil.which("p4c-bm2-ss") is None:
-            return "'p4c-bm2-ss' (p4c for BMv2) is not on PATH, so build/bs.json cannot be built"
-        return f"{BMV2_JSON.relative_to(ROOT)} or {P4INFO.relative_to(ROOT)} missing: run `make build` first"
+    if not PTF.exists():
+        return f"'ptf' is not installed in {PTF.parent} (make setup)"
+    if not need_build or not (P4INFO.exists() and BMV2_JSON.exists()):
+        if shutil.which(P4C) is None:
+            return f"'{P4C}' (p4c for BMv2) is not on PATH, so the P4 program cannot be compiled"
+        if need_build:
+            return f"{BMV2_JSON.relative_to(ROOT)} or {P4INFO.relative_to(ROOT)} missing: run `make build` first"
     return netns.unavailable_reason()
 
 
@@ -76,47 +80,73 @@ def switch_settings() -> tuple[int, int]:
     return constants["CPU_PORT"], max(queues, default=0) + 1
 
 
-class Rig:
-    """The namespace, its veth pairs and the switch; restarts the switch if a test killed it."""
+@dataclass
+class Result:
+    outcome: str  # ok, FAIL, ERROR, skipped, expected failure, unexpected success, TIMEOUT, NO RESULT
+    reason: str
+    output: str
 
-    def __init__(self, lab: netns.Lab) -> None:
+
+class Rig:
+    """A namespace, its veth pairs and one switch, for running PTF tests of `ptf_dir` one by one."""
+
+    deadline = float("inf")  # monotonic time by which the suite must be done
+
+    def __init__(self, lab: netns.Lab, p4info: Path, bmv2_json: Path, ptf_dir: Path, log_dir: Path,
+                 cpu_port: int, priority_queues: int) -> None:
+        self.p4info, self.bmv2_json, self.ptf_dir, self.log_dir = p4info, bmv2_json, ptf_dir, log_dir
         self.ns = lab.namespace("ptf")
         for n in range(1, N_PORTS + 1):
             veth_port(f"sw{n}", self.ns, f"ptf{n}", switch_netns=self.ns)
-        cpu_port, queues = switch_settings()
-        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        log_dir.mkdir(parents=True, exist_ok=True)
         self.switch = Bmv2Switch({n: f"sw{n}" for n in range(1, N_PORTS + 1)}, cpu_port=cpu_port,
-                                 priority_queues=queues, netns=self.ns, log_path=LOG_DIR / "switch.log",
+                                 priority_queues=priority_queues, netns=self.ns, log_path=log_dir / "switch.log",
                                  grpc_port=9559, thrift_port=9090).start()
-        self.deadline = time.monotonic() + SUITE_BUDGET_S
-
-    def ensure_running(self) -> None:
-        if not self.switch.alive:
-            self.switch.start()
 
     def ptf_command(self, name: str) -> list[str]:
         sw = self.switch
         params = ";".join(f"{k}={v!r}" for k, v in {
-            "grpc_addr": sw.grpc_addr, "device_id": sw.device_id, "p4info": str(P4INFO),
-            "bmv2_json": str(BMV2_JSON), "thrift_port": sw.thrift_port, "cpu_port": sw.cpu_port}.items())
+            "grpc_addr": sw.grpc_addr, "device_id": sw.device_id, "p4info": str(self.p4info),
+            "bmv2_json": str(self.bmv2_json), "thrift_port": sw.thrift_port, "cpu_port": sw.cpu_port}.items())
         interfaces = [arg for n in range(1, N_PORTS + 1) for arg in ("--interface", f"{n}@ptf{n}")]
-        return [str(PTF) if PTF.exists() else "ptf", "--test-dir", str(PTF_DIR), *interfaces,
-                "--test-params", params, "--log-file", str(LOG_DIR / f"{name}.log"), name]
+        # PYTHONPATH: base.py for test dirs other than ptf-tests/ (the harness self-test)
+        return ["env", f"PYTHONPATH={PTF_DIR}", str(PTF), "--test-dir", str(self.ptf_dir), *interfaces,
+                "--test-params", params, "--log-file", str(self.log_dir / f"{name}.log"), name]
 
-
-@pytest.fixture(scope="module")
-def rig():
-    reason = skip_reason()
-    if reason:
-        pytest.skip(reason)
-    with netns.Lab("ptf") as lab:
-        rig = Rig(lab)
-        yield rig
-        rig.switch.stop()
+    def run(self, name: str, timeout: float) -> Result:
+        """Run one PTF test in its own ptf process (restarting the switch first if it died)."""
+        if not self.switch.alive:
+            self.switch.start()
+        try:
+            done = self.ns.run(self.ptf_command(name), timeout=timeout, check=False)
+        except netns.NetnsError as exc:
+            return Result("TIMEOUT", str(exc), "")
+        output = done.stdout + done.stderr
+        results = _RESULT_RE.findall(output)
+        if len(results) != 1:
+            return Result("NO RESULT", f"ptf exited {done.returncode} without one test result", output)
+        outcome, why = results[0]
+        if outcome.startswith("skipped"):
+            return Result("skipped", why, output)
+        if outcome in ("ok", "expected failure") and done.returncode != 0:
+            return Result("ERROR", f"ptf exited {done.returncode} after the test passed", output)
+        return Result(outcome, "", output)
 
 
 _RESULT_RE = re.compile(r" \.\.\. (ok|FAIL|ERROR|skipped '(.*)'|expected failure|unexpected success)$", re.M)
 NAMES = discover()
+
+
+@pytest.fixture(scope="module")
+def suite_rig():
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    with netns.Lab("ptf") as lab:
+        rig = Rig(lab, P4INFO, BMV2_JSON, PTF_DIR, LOG_DIR, *switch_settings())
+        rig.deadline = time.monotonic() + SUITE_BUDGET_S
+        yield rig
+        rig.switch.stop()
 
 
 @pytest.mark.bmv2
@@ -127,24 +157,37 @@ def test_ptf(name: str, request: pytest.FixtureRequest) -> None:
     reason = skip_reason()
     if reason:
         pytest.skip(f"{name}: {reason}")
-    rig: Rig = request.getfixturevalue("rig")
+    rig: Rig = request.getfixturevalue("suite_rig")
     left = rig.deadline - time.monotonic()
     if left <= 0:
         pytest.fail(f"{name}: not run, the PTF suite used up its {SUITE_BUDGET_S:.0f} s budget")
-    rig.ensure_running()
-    timeout = min(TEST_TIMEOUT_S, left)
-    try:
-        done = rig.ns.run(rig.ptf_command(name), timeout=timeout, check=False)
-    except netns.NetnsError as exc:
-        pytest.fail(f"{name}: {exc} (log {LOG_DIR / name}.log)")
-    output = done.stdout + done.stderr
-    results = _RESULT_RE.findall(output)
-    if len(results) != 1:
-        pytest.fail(f"{name}: ptf exited {done.returncode} without one test result:\n{output[-4000:]}")
-    outcome, skip_why = results[0]
-    if outcome.startswith("skipped"):
-        pytest.skip(f"{name}: {skip_why}")
-    if outcome not in ("ok", "expected failure") or done.returncode != 0:
+    result = rig.run(name, min(TEST_TIMEOUT_S, left))
+    if result.outcome == "skipped":
+        pytest.skip(f"{name}: {result.reason}")
+    if result.outcome not in ("ok", "expected failure"):
         switch_note = "" if rig.switch.alive else (
             f"\nsimple_switch_grpc died; its log ({rig.switch.log_path}):\n{rig.switch.log_tail()}")
-        pytest.fail(f"{name}: {outcome}\n{output[-6000:]}{switch_note}", pytrace=False)
+        pytest.fail(f"{name}: {result.outcome} {result.reason}\n{result.output[-6000:]}{switch_note}",
+                    pytrace=False)
+
+
+@pytest.mark.bmv2
+@pytest.mark.netns
+def test_harness_runs_ptf_tests_and_reports_each_outcome(tmp_path):
+    """The runner and base class against tests/p4/mini.p4, independent of the project's program."""
+    reason = skip_reason(need_build=False)
+    if reason:
+        pytest.skip(reason)
+    p4info, bmv2_json = compile_p4(SELFTEST_P4, tmp_path)
+    with netns.Lab("ptfself") as lab:
+        rig = Rig(lab, p4info, bmv2_json, SELFTEST_DIR, tmp_path / "logs", cpu_port=255, priority_queues=2)
+        names = discover(SELFTEST_DIR)
+        assert names == [f"test_mini.{n}" for n in
+                         ("Forward", "FreshState", "PacketIo", "QueueSettings", "Skipped", "Fails")]
+        results = {name.split(".")[1]: rig.run(name, TEST_TIMEOUT_S) for name in names}
+        for name in ("Forward", "FreshState", "PacketIo", "QueueSettings"):
+            assert results[name].outcome == "ok", results[name].output[-4000:]
+        assert (results["Skipped"].outcome, results["Skipped"].reason) == ("skipped", "skipped on purpose")
+        assert results["Fails"].outcome == "FAIL" and "failed on purpose" in results["Fails"].output
+        assert (tmp_path / "logs" / "test_mini.Forward.log").exists()
+        rig.switch.stop()

@@ -29,6 +29,7 @@ from p4handoff.netns import Namespace, stop_process
 
 SIMPLE_SWITCH_GRPC = "simple_switch_grpc"
 SIMPLE_SWITCH_CLI = "simple_switch_CLI"
+P4C = "p4c-bm2-ss"
 DEFAULT_QUEUE_DEPTH = 64  # packets: simple_switch's built-in depth of every egress queue
 _ids = itertools.count()
 _GRPC_PROBE = """
@@ -51,6 +52,25 @@ def bmv2_available() -> tuple[bool, str]:
         if shutil.which(tool) is None:
             return False, f"'{tool}' is not on PATH (BMv2 is not installed; see README, 'P4 toolchain')"
     return True, ""
+
+
+def compile_p4(source: str | Path, out_dir: str | Path, include_dirs: Sequence[str | Path] = (),
+               timeout: float = 600.0) -> tuple[Path, Path]:
+    """Compile a v1model program with p4c-bm2-ss; returns (P4Info text file, BMv2 JSON)."""
+    source, out_dir = Path(source), Path(out_dir)
+    if shutil.which(P4C) is None:
+        raise Bmv2Error(f"'{P4C}' (p4c for BMv2) is not on PATH; see README, 'P4 toolchain'")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    p4info, config = out_dir / f"{source.stem}.p4info.txtpb", out_dir / f"{source.stem}.json"
+    args = [P4C, "--arch", "v1model", "--std", "p4-16", "-o", str(config), "--p4runtime-files", str(p4info)]
+    args += [arg for d in include_dirs for arg in ("-I", str(d))]
+    try:
+        done = subprocess.run([*args, str(source)], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Bmv2Error(f"{P4C} {source}: not done within {timeout} s") from None
+    if done.returncode != 0:
+        raise Bmv2Error(f"{P4C} {source} failed (exit {done.returncode}):\n{done.stderr.strip()}")
+    return p4info, config
 
 
 def free_port(netns: Namespace | None = None) -> int:

@@ -35,7 +35,8 @@ class P4RuntimeError(Exception):
         super().__init__(str(self))
 
     def __str__(self) -> str:
-        lines = [f"{self.operation}: {self.code.name}: {self.details}"]
+        details = self.details or ("see the per-update errors below" if self.updates else "(no details)")
+        lines = [f"{self.operation}: {self.code.name}: {details}"]
         lines += [f"  update {u.index}: {u.code}: {u.message}" for u in self.updates]
         return "\n".join(lines)
 
