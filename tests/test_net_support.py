@@ -18,6 +18,7 @@ import pytest
 from hosts.net.rawio import ETH_P_IP, attach_filter
 from p4handoff import netns
 
+ETH_P_ALL = 0x0003
 ROOT = Path(__file__).resolve().parent.parent
 SENDER, RECEIVER = "10.0.9.1", "10.0.9.2"
 CLI_TIMEOUT = 60.0
@@ -122,10 +123,12 @@ class RstWatch:
     """Counts every TCP segment with RST set on the namespace's interfaces, both directions.
 
     A classic-BPF filter keeps everything else out, so a busy transfer cannot
-    crowd a RST out of the socket buffer.
+    crowd a RST out of the socket buffer. The socket is ETH_P_ALL: only
+    those taps see outgoing packets (the namespace's own kernel RSTs).
     """
 
     PROGRAM = [
+        (0x28, 0, 0, 0xFFFFF000), (0x15, 0, 6, ETH_P_IP),  # ld skb->protocol; jeq IPv4 else drop
         (0x30, 0, 0, 9), (0x15, 0, 4, 6),        # ldb [9]; jeq TCP else drop
         (0xB1, 0, 0, 0), (0x50, 0, 0, 13),       # ldx IP header length; ldb [x+13] (TCP flags)
         (0x45, 0, 1, 0x04),                      # jset RST else drop
@@ -133,7 +136,7 @@ class RstWatch:
     ]
 
     def __init__(self, ns: netns.Namespace) -> None:
-        self.sock = ns.call(lambda: socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(ETH_P_IP)))
+        self.sock = ns.call(lambda: socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(ETH_P_ALL)))
         attach_filter(self.sock, self.PROGRAM)
         self.sock.setblocking(False)
         self._drain()  # whatever slipped in before the filter
@@ -190,6 +193,13 @@ def test_rst_watch_sees_the_kernel_refusing_a_connection_and_the_sink_gets_kerne
         client.settimeout(5)
         try:
             assert client.connect_ex((RECEIVER, 5999)) != 0  # nobody listens: the kernel answers RST
+        finally:
+            client.close()
+        assert len(watch.resets()) == 1
+        client = path.b.socket()  # and the other way: a RST leaving this namespace
+        client.settimeout(5)
+        try:
+            assert client.connect_ex((SENDER, 5999)) != 0
         finally:
             client.close()
         assert len(watch.resets()) == 1
