@@ -1,22 +1,21 @@
 """Congestion-control schemes behind one plug-in interface (`hosts.cc.base.CongestionControl`).
 
 `make_scheme("bwaware")` builds a fresh scheme instance by name; `SCHEMES`
-lists the names. Each scheme lives in its own module.
+maps each name to its class. Each scheme lives in its own module.
 """
 from __future__ import annotations
 
 from typing import Callable
 
 from hosts.cc.base import AckInfo, CongestionControl, SenderControl
+from hosts.cc.bwaware import BandwidthAware
+from hosts.cc.immediate import ImmediateExpiration
 
 SCHEMES: dict[str, Callable[..., CongestionControl]] = {
     "newreno": CongestionControl,
+    "immediate": ImmediateExpiration,
+    "bwaware": BandwidthAware,
 }
-
-
-def register(name: str, factory: Callable[..., CongestionControl]) -> None:
-    """Add a scheme under `name` (a module's import registers its scheme)."""
-    SCHEMES[name] = factory
 
 
 def make_scheme(name: str, **params: object) -> CongestionControl:
@@ -28,4 +27,4 @@ def make_scheme(name: str, **params: object) -> CongestionControl:
     return factory(**params)
 
 
-__all__ = ["AckInfo", "CongestionControl", "SenderControl", "SCHEMES", "make_scheme", "register"]
+__all__ = ["AckInfo", "CongestionControl", "SenderControl", "SCHEMES", "make_scheme"]

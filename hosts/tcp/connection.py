@@ -842,7 +842,9 @@ class TcpConnection:
 
     def _pull_source(self) -> None:
         assert self._source is not None
-        want = self.snd_una + max(min(self.cwnd, self.snd_wnd), self.mss) - self._data_end()
+        # enough for the window, and always at least one full segment beyond SND.NXT (no runts)
+        target = max(self.snd_una + min(self.cwnd, self.snd_wnd), self.snd_nxt + self.mss)
+        want = target - self._data_end()
         if want <= 0:
             return
         chunk = self._source(max(want, self.mss))
