@@ -1,0 +1,73 @@
+"""`p4handoff host`: bad command lines and failing transfers end with clear errors and exit codes."""
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from p4handoff import netns
+from p4handoff.cli import EXIT_ERROR, EXIT_USAGE, main
+from p4handoff.wire import UDP_PORT_HANDOFF_NOTIFY
+from test_net_support import RECEIVER, LinuxSink, make_path, needs_netns, run_cli
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["send", "--to", "10.0.0", "--bytes", "5"], "not an IPv4 address"),
+    (["send", "--to", "10.0.0.2:99999", "--bytes", "5"], "port must be 0..65535"),
+    (["send", "--to", "10.0.0.2:0", "--bytes", "5"], "destination port must be 1..65535"),
+    (["send", "--to", "10.0.0.2", "--bytes", "0"], "byte count must be > 0"),
+    (["send", "--to", "10.0.0.2", "--bytes", "lots"], "not a byte count"),
+    (["send", "--to", "10.0.0.2", "--seconds", "-1"], "must be > 0"),
+    (["send", "--to", "10.0.0.2", "--bytes", "5", "--seconds", "1"], "not allowed with argument"),
+    (["send", "--to", "10.0.0.2"], "one of the arguments --bytes --seconds --data is required"),
+    (["send", "--to", "10.0.0.2", "--bytes", "5", "--scheme", "cubic"], "unknown scheme 'cubic'; known: "),
+    (["recv", "--port", "http"], "not a port number"),
+])
+def test_bad_arguments_are_usage_errors(argv, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["host", *argv])
+    assert exc.value.code == EXIT_USAGE
+    assert message in capsys.readouterr().err
+
+
+def test_semantic_errors_before_any_network_use(capsys, tmp_path):
+    assert main(["host", "send", "--to", "10.0.0.2", "--data", str(tmp_path / "missing")]) == EXIT_ERROR
+    assert "no such file" in capsys.readouterr().err
+    assert main(["host", "recv", "--port", "0"]) == EXIT_ERROR
+    assert "--port must be 1..65535" in capsys.readouterr().err
+
+
+@needs_netns[0]
+@needs_netns[1]
+def test_runtime_failures_exit_1_with_the_reason(tmp_path):
+    with netns.Lab("cli") as lab:
+        path = make_path(lab)
+        refused = run_cli(path.a, "send", "--to", RECEIVER, "--bytes", "1k", "--notify-port", "0")
+        assert refused.returncode == EXIT_ERROR and "connection refused" in refused.stderr
+
+        too_big = run_cli(path.a, "send", "--to", RECEIVER, "--bytes", "1k", "--mss", "1461", "--notify-port", "0")
+        assert too_big.returncode == EXIT_ERROR and "mss 1461 must be in 1..mtu-40 (1460)" in too_big.stderr
+
+        no_route = run_cli(path.a, "send", "--to", "192.0.2.1", "--bytes", "1k", "--notify-port", "0")
+        assert no_route.returncode == EXIT_ERROR and "no route to 192.0.2.1" in no_route.stderr
+
+        silent = run_cli(path.a, "send", "--to", "10.0.9.77", "--bytes", "1k", "--notify-port", "0",
+                         "--timeout", "1.5")
+        assert silent.returncode == EXIT_ERROR and "not finished within 1.5 s (state SYN_SENT" in silent.stderr
+
+        sink = LinuxSink(path)  # a kernel server holds port 5001 in the receiver's namespace
+        busy = run_cli(path.b, "recv", "--notify-port", "0", "--timeout", "1")
+        assert busy.returncode == EXIT_ERROR and "cannot reserve TCP port 5001" in busy.stderr
+        sink.server.close()
+
+        idle = run_cli(path.b, "recv", "--port", "5002", "--notify-port", "0", "--timeout", "1")
+        assert idle.returncode == EXIT_ERROR and "no connection arrived on port 5002 within 1.0 s" in idle.stderr
+
+        udp = path.b.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        udp.bind(("0.0.0.0", UDP_PORT_HANDOFF_NOTIFY))  # someone else takes the notification port
+        taken = run_cli(path.b, "recv", "--port", "5003", "--timeout", "1")
+        udp.close()
+        assert taken.returncode == EXIT_ERROR
+        assert f"cannot listen for handoff notifications on UDP port {UDP_PORT_HANDOFF_NOTIFY}" in taken.stderr
+        for ns in (path.a, path.b):  # every failure above removed its kernel guard
+            assert "p4h_guard" not in ns.run(["nft", "list", "tables"]).stdout
