@@ -10,7 +10,7 @@ P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
 # protobuf it only loads with the pure-Python implementation.
 export PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION := python
 
-.PHONY: setup build test unit ptf clean
+.PHONY: setup build test unit ptf clean bench-hosts
 
 setup: ## install everything installable from apt and PyPI; report what is missing
 	bash scripts/setup.sh
@@ -32,6 +32,9 @@ unit: ## fast tests only (no BMv2, no namespaces)
 
 ptf: build ## the PTF suite against BMv2 alone
 	$(PY) -m pytest -v tests/test_ptf.py
+
+bench-hosts: ## our TCP sender's goodput vs Linux TCP over one veth pair (needs root)
+	$(PY) bench/hosts_goodput.py
 
 clean:
 	rm -rf $(BUILD)
