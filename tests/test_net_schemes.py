@@ -1,0 +1,135 @@
+"""The schemes that need both ends and the notification path, end to end on real packets.
+
+Freeze-TCP: DETACH to the mobile host's receiver closes its window, the
+sender freezes (no progress, no RTO) until HANDOFF reopens the window.
+DSBP: PROBE_UP makes the sender send marked dummy segments to the MH's
+second address, which our receiver answers with marked dummy ACKs; at
+HANDOFF the sender moves to that address and sets its window from them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import socket
+import subprocess
+import time
+
+import pytest
+
+from p4handoff import netns
+from p4handoff.notify import Event, Notification
+from p4handoff.wire import DSCP_LE
+from test_net_support import (CLI_TIMEOUT, RECEIVER, ROOT, SENDER, OurReceiver, RstWatch, cli, make_path,
+                              needs_netns, parse)
+
+pytestmark = needs_netns
+
+from hosts.cc import SCHEMES  # noqa: E402
+from hosts.codec import decode  # noqa: E402
+from hosts.net.rawio import PacketReceiver  # noqa: E402
+
+NOTIFY = 15434
+SECOND = "10.0.9.3"
+
+
+def start_sender(path, *args: str) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return path.lab.start(path.a, cli("send", "--to", RECEIVER, "--time-wait", "0.2", *args),
+                          stdout=subprocess.PIPE, env=env, cwd=ROOT)
+
+
+def finish(path, proc: subprocess.Popen) -> dict[str, str]:
+    out, err = proc.communicate(timeout=CLI_TIMEOUT)
+    path.lab.processes.remove(proc)
+    assert proc.returncode == 0, err.decode()
+    return parse(out.decode())
+
+
+def records(trace_file) -> list[dict]:
+    return [json.loads(line) for line in trace_file.read_text().splitlines()]
+
+
+def wait_for_data(ns: netns.Namespace, timeout: float = 10.0) -> None:
+    tap = ns.call(lambda: PacketReceiver(5001))
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            select.select([tap], [], [], 0.2)
+            if any(len(r.packet) > 100 for r in tap.receive()):
+                return
+        raise AssertionError("the transfer did not start")
+    finally:
+        tap.close()
+
+
+def notify(ns: netns.Namespace, to: str, *notes: Notification) -> None:
+    udp = ns.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for note in notes:
+        udp.sendto(note.encode(), (to, NOTIFY))
+    udp.close()
+
+
+@pytest.mark.skipif("freeze" not in SCHEMES, reason="no freeze scheme")
+def test_freeze_receiver_stops_the_sender_on_detach_and_resumes_it_on_handoff(tmp_path):
+    with netns.Lab("frz") as lab:
+        path = make_path(lab)
+        path.a.rate_limit(path.link.dev_a, 10_000)
+        receiver = OurReceiver(path, "--scheme", "freeze", "--notify-port", str(NOTIFY), "--time-wait", "0.2",
+                               "--trace", str(tmp_path / "recv.jsonl"))
+        watch = RstWatch(path.a)
+        proc = start_sender(path, "--scheme", "freeze", "--bytes", "3M", "--notify-port", "0",
+                            "--trace", str(tmp_path / "send.jsonl"))
+        wait_for_data(path.b)
+        notify(path.a, RECEIVER, Notification(Event.DETACH, 1, RECEIVER, RECEIVER))
+        time.sleep(1.5)  # "disconnected": longer than the 1 s minimum RTO, so a plain sender would time out
+        assert proc.poll() is None
+        notify(path.a, RECEIVER, Notification(Event.HANDOFF, 2, RECEIVER, RECEIVER))
+        sent = finish(path, proc)
+        got = receiver.finish()
+        assert watch.resets() == []
+    assert got["sha256"] == sent["sha256"] and sent["bytes"] == "3000000"
+    recv_events = [r["event"] for r in records(tmp_path / "recv.jsonl")]
+    assert recv_events.index("detach") < recv_events.index("rcv_window_closed") < recv_events.index("handoff") \
+        < recv_events.index("rcv_window_opened")
+    send = records(tmp_path / "send.jsonl")
+    events = [r["event"] for r in send]
+    frozen, thawed = events.index("freeze"), events.index("unfreeze")
+    assert frozen < thawed
+    during = send[frozen:thawed]
+    assert not any(r["event"] in ("rto", "fast_retransmit") for r in during)
+    assert len({r["snd_una"] for r in during}) == 1  # no progress while frozen
+    assert during[-1]["time"] - during[0]["time"] > 1.0
+    assert events.count("freeze") == 1
+
+
+@pytest.mark.skipif("dsbp" not in SCHEMES, reason="no dsbp scheme")
+def test_dsbp_probes_the_second_address_with_marked_dummies_and_moves_there_at_handoff(tmp_path):
+    with netns.Lab("dsb") as lab:
+        path = make_path(lab)
+        path.b.run(["ip", "addr", "add", SECOND + "/24", "dev", path.link.dev_b])
+        path.a.rate_limit(path.link.dev_a, 10_000)
+        receiver = OurReceiver(path, "--scheme", "dsbp", "--notify-port", "0", "--time-wait", "0.2",
+                               "--trace", str(tmp_path / "recv.jsonl"))
+        tap = path.b.call(lambda: PacketReceiver(5001, SECOND))
+        proc = start_sender(path, "--scheme", "dsbp", "--bytes", "3M", "--notify-port", str(NOTIFY),
+                            "--trace", str(tmp_path / "send.jsonl"))
+        wait_for_data(path.b)
+        notify(path.b, SENDER, Notification(Event.PROBE_UP, 1, RECEIVER, SECOND))
+        time.sleep(0.5)
+        notify(path.b, SENDER, Notification(Event.HANDOFF, 2, RECEIVER, SECOND))
+        time.sleep(0.3)
+        to_second = [decode(r.packet) for r in tap.receive(100_000)]
+        tap.close()
+        sent = finish(path, proc)
+        got = receiver.finish()
+    assert got["sha256"] == sent["sha256"] and sent["bytes"] == "3000000"
+    dummies = [s for s in to_second if s.dummy]
+    data = [s for s in to_second if not s.dummy and s.payload]
+    assert dummies and all(s.dscp == DSCP_LE and s.payload for s in dummies)
+    assert data and all(s.dscp == 0 for s in data)  # after HANDOFF the data itself goes to the new address
+    assert any(r["event"] == "dummy_answered" for r in records(tmp_path / "recv.jsonl"))
+    handoffs = [r for r in records(tmp_path / "send.jsonl") if r["event"] == "dsbp_handoff"]
+    assert len(handoffs) == 1
+    count = int(handoffs[0]["detail"].split()[0].split("=")[1])
+    assert count >= 1 and handoffs[0]["cwnd"] == max(2, count) * handoffs[0]["mss"]
