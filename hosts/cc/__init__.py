@@ -9,12 +9,20 @@ from typing import Callable
 
 from hosts.cc.base import AckInfo, CongestionControl, SenderControl
 from hosts.cc.bwaware import BandwidthAware
+from hosts.cc.dsbp import Dsbp
+from hosts.cc.freeze import FreezeTcp
 from hosts.cc.immediate import ImmediateExpiration
+from hosts.cc.ucc import Ucc
+from hosts.cc.westwood import Westwood
 
 SCHEMES: dict[str, Callable[..., CongestionControl]] = {
     "newreno": CongestionControl,
     "immediate": ImmediateExpiration,
     "bwaware": BandwidthAware,
+    "freeze": FreezeTcp,
+    "ucc": Ucc,
+    "westwood": Westwood,
+    "dsbp": Dsbp,
 }
 
 

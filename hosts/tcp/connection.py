@@ -506,7 +506,7 @@ class TcpConnection:
             self._rtt_on_ack(seg, unwrap(seg.ack, self.snd_una), now)
             self.snd_una = unwrap(seg.ack, self.snd_una)
             self.snd_wnd = seg.window  # the window in a SYN is never scaled
-            self._max_snd_wnd = self.snd_wnd
+            self._max_snd_wnd = self._last_ack_window = self.snd_wnd
             self._snd_wl1, self._snd_wl2 = self.irs, self.snd_una
             self._established(now)
             self._send_ack(now)
