@@ -12,6 +12,7 @@ thrift_port, cpu_port. Ports: PTF port N is switch port N.
 """
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import ptf
@@ -80,6 +81,18 @@ class P4RuntimeTest(BaseTest):
         pin = self.client.packet_in(timeout)
         if pin is not None:
             self.fail(f"unexpected packet-in {pin.metadata} ({len(pin.payload)} bytes)")
+
+    def collect(self, port: int, idle_timeout: float = 0.5, timeout: float = 30.0) -> list[bytes]:
+        """Every packet arriving on dataplane `port`, in order, until none came for `idle_timeout`
+        seconds (or `timeout` seconds passed in all)."""
+        packets: list[bytes] = []
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            result = testutils.dp_poll(self, port_number=port, timeout=min(idle_timeout, left))
+            if not isinstance(result, self.dataplane.PollSuccess):
+                break
+            packets.append(bytes(result.packet))
+        return packets
 
     # -- state --------------------------------------------------------------------------------
 

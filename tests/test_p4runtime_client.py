@@ -75,6 +75,8 @@ def build_p4info() -> P4Info:
     preamble(pout, 0x05000002, "packet_out")
     pout.metadata.add(id=1, name="egress_port", bitwidth=9)
     pout.metadata.add(id=2, name="priority", bitwidth=1)
+    pout.metadata.add(id=3, name="_pad", bitwidth=6)
+    pin.metadata.add(id=3, name="align", bitwidth=7, annotations=["@padding"])
     return P4Info(p)
 
 
@@ -209,8 +211,10 @@ def test_register_and_counter_entries_check_index_and_width(info):
 
 
 def test_packet_out_and_in_metadata_by_name(info):
-    out = encode_packet_out(info, b"frame", {"egress_port": 2, "priority": 1})
-    assert [(m.metadata_id, m.value) for m in out.metadata] == [(1, b"\x02"), (2, b"\x01")]
+    out = encode_packet_out(info, b"frame", {"egress_port": 2, "priority": 1})  # padding defaults to 0
+    assert [(m.metadata_id, m.value) for m in out.metadata] == [(1, b"\x02"), (2, b"\x01"), (3, b"\x00")]
+    with pytest.raises(EncodingError, match="packet_out._pad"):
+        encode_packet_out(info, b"x", {"egress_port": 2, "priority": 0, "_pad": 64})
     with pytest.raises(P4InfoError, match="packet_out field\\(s\\) priority must be given"):
         encode_packet_out(info, b"x", {"egress_port": 2})
     with pytest.raises(P4InfoError, match="packet_out has no field\\(s\\) vlan"):
@@ -220,6 +224,7 @@ def test_packet_out_and_in_metadata_by_name(info):
     pin = p4runtime_pb2.PacketIn(payload=b"abc")
     pin.metadata.add(metadata_id=1, value=b"\x00\x03")
     pin.metadata.add(metadata_id=2, value=b"\x05")
+    pin.metadata.add(metadata_id=3, value=b"\x00")
     decoded = decode_packet_in(info, pin)
     assert (decoded.payload, decoded.metadata) == (b"abc", {"ingress_port": 3, "reason": 5})
 

@@ -233,25 +233,41 @@ def _check_index(name: str, index: int, size: int) -> None:
         raise EncodingError(f"{name}: index {index} outside 0..{size - 1}")
 
 
+def is_padding(field: p4info_pb2.ControllerPacketMetadata.Metadata) -> bool:
+    """A controller-header field that only aligns the header: named `_pad...` or annotated @padding."""
+    return field.name.startswith("_pad") or any(a.startswith("@padding") for a in field.annotations)
+
+
 def encode_packet_out(p4info: P4Info, payload: bytes,
                       metadata: Mapping[str, Any]) -> p4runtime_pb2.PacketOut:
-    """A PacketOut whose `packet_out` header fields are given by name; every field must be given."""
+    """A PacketOut whose `packet_out` header fields are given by name.
+
+    Every field must be given except padding (`is_padding`), which defaults to 0.
+    """
     header = p4info.controller_metadata("packet_out")
     fields = {m.name: m for m in header.metadata}
     unknown = sorted(set(metadata) - set(fields))
     if unknown:
         raise P4InfoError(f"packet_out has no field(s) {', '.join(unknown)}; its fields: {', '.join(fields)}")
-    missing = [n for n in fields if n not in metadata]
+    missing = [n for n, m in fields.items() if n not in metadata and not is_padding(m)]
     if missing:
         raise P4InfoError(f"packet_out field(s) {', '.join(missing)} must be given")
     proto = p4runtime_pb2.PacketOut(payload=bytes(payload))
     for name, m in fields.items():
-        proto.metadata.add(metadata_id=m.id, value=encode_value(metadata[name], m.bitwidth, f"packet_out.{name}"))
+        value = metadata.get(name, 0)
+        proto.metadata.add(metadata_id=m.id, value=encode_value(value, m.bitwidth, f"packet_out.{name}"))
     return proto
 
 
 def decode_packet_in(p4info: P4Info, proto: p4runtime_pb2.PacketIn) -> PacketIn:
+    """PacketIn with the `packet_in` header fields by name (padding left out)."""
     header = p4info.controller_metadata("packet_in")
-    names = {m.id: m.name for m in header.metadata}
-    return PacketIn(proto.payload, {names.get(m.metadata_id, f"id{m.metadata_id}"): decode_int(m.value)
-                                    for m in proto.metadata})
+    fields = {m.id: m for m in header.metadata}
+    metadata = {}
+    for m in proto.metadata:
+        field = fields.get(m.metadata_id)
+        if field is None:
+            metadata[f"id{m.metadata_id}"] = decode_int(m.value)
+        elif not is_padding(field):
+            metadata[field.name] = decode_int(m.value)
+    return PacketIn(proto.payload, metadata)

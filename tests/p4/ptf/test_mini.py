@@ -47,14 +47,16 @@ class PacketIo(P4RuntimeTest):
 
 
 class QueueSettings(P4RuntimeTest):
-    """Queue rate/depth commands reach the switch over Thrift (and are undone in tearDown)."""
+    """Queue rate/depth commands reach the switch over Thrift (undone in tearDown); collect() gets
+    every packet of a paced burst, in order."""
 
     def runTest(self):
         self.set_queue_rate(1000, port=2)
         self.set_queue_depth(8, port=2, priority=0)
         self.insert("port_fwd", {"standard_metadata.ingress_port": 1}, "forward", port=2)
-        testutils.send_packet(self, 1, frame(4))
-        testutils.verify_packet(self, frame(4), 2)
+        for tag in range(5):
+            testutils.send_packet(self, 1, frame(tag))
+        self.assertEqual(self.collect(2, idle_timeout=0.5), [bytes(frame(tag)) for tag in range(5)])
 
 
 class Skipped(P4RuntimeTest):
