@@ -2,7 +2,10 @@
 
 Each direction between two addresses is a FIFO link with a one-way delay
 and, optionally, a rate (bytes/s) with a drop-tail buffer; a `drop`
-callable can discard chosen segments. Segments are routed by destination
+callable can discard chosen segments. DSBP-marked segments (dummy bit and
+DSCP LE) stand for a strictly lower-priority class with no buffer of its
+own: on a rate-limited link they are sent only if the link is idle, else
+dropped, so they never delay or displace data by more than one packet. Segments are routed by destination
 address, so a DSBP dummy to a second address reaches whichever endpoint
 that address is bound to. Everything is deterministic.
 """
@@ -14,6 +17,7 @@ from typing import Callable
 
 from hosts.endpoint import Endpoint
 from hosts.segment import Segment
+from p4handoff.wire import DSCP_LE
 from hosts.tcp.connection import TcpConnection
 
 IP_TCP_HEADERS = 40
@@ -72,7 +76,9 @@ class Loop:
             arrival = self.now + link.delay
         else:
             link.departures = [t for t in link.departures if t > self.now]
-            if link.buffer is not None and len(link.departures) > link.buffer:
+            lower_effort = seg.dummy and seg.dscp == DSCP_LE
+            if (lower_effort and link.busy_until > self.now) or (
+                    link.buffer is not None and len(link.departures) > link.buffer):
                 self.dropped.append((self.now, seg))
                 return
             start = max(self.now, link.busy_until)

@@ -1,0 +1,148 @@
+"""DSBP: dummy segments to the MH's second address, dummy ACKs, cwnd from them at handoff."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from hosts.cc.dsbp import Dsbp
+from hosts.segment import ACK, SYN, Segment
+from hosts.tcp import State, TcpConfig, TcpConnection, TraceRecord
+from hosts.tcp.testing import Loop
+from p4handoff.notify import Event, Notification
+from p4handoff.wire import DSCP_LE
+
+MSS = 1000
+CH, MH, MH2 = "10.0.0.1", "10.0.1.1", "10.0.2.1"
+
+
+class _Run:
+    """CH -> MH over the old cell (6 Mb/s); the MH's second address MH2 is behind the new cell."""
+
+    def __init__(self, scheme: str, new_rate: float, probe: bool = True, handoff: bool = True,
+                 new_buffer: int = 20) -> None:
+        cfg = TcpConfig(mss=MSS, min_rto=0.2, window_segments=64)
+        self.records: list[TraceRecord] = []
+        self.got = bytearray()
+        self.loop = Loop(delay=0.03)
+        self.snd = TcpConnection(cfg, CH, 40000, cc=scheme, trace=self.records.append)
+        self.rcv = TcpConnection(cfg, MH, 5001, cc=scheme, on_data=self._data)
+        self.delivered: list[tuple[float, int]] = []
+        self.rcv.listen()
+        self.loop.bind(CH, self.snd)
+        self.loop.bind(MH, self.rcv)
+        self.loop.bind(MH2, self.rcv)
+        self.loop.link(CH, MH, delay=0.03, rate=6e6 / 8, buffer=50)
+        self.loop.link(CH, MH2, delay=0.03, rate=new_rate / 8, buffer=new_buffer)
+        self.data = random.Random(8).randbytes(4_000_000)
+        self.snd.connect(MH, 5001)
+        self.snd.send(self.data)
+        self.snd.close()
+        self.loop.run(3.0)
+        if probe:
+            self.snd.notify(Notification(Event.PROBE_UP, 1, MH, MH2, 1, 2), 3.0)
+        self.loop.run(4.0)
+        if handoff:
+            self.snd.notify(Notification(Event.HANDOFF, 2, MH, MH2, 1, 2), 4.0)
+        self.loop.run(4.8)
+
+    def _data(self, data: bytes) -> None:
+        self.got += data
+        self.delivered.append((self.loop.now, len(data)))
+
+    def finish(self) -> None:
+        def done() -> bool:
+            if self.rcv.eof and self.rcv.state is State.CLOSE_WAIT:
+                self.rcv.close()
+            return self.snd.closed and self.rcv.closed
+        self.loop.run(120.0, stop=done)
+        assert bytes(self.got) == self.data
+
+    def sent(self, lo: float, hi: float, dst: str | None = None) -> list[Segment]:
+        return [s for t, s in self.loop.sent if lo <= t < hi and (dst is None or s.dst == dst)]
+
+    def data_retransmissions_after(self, t0: float) -> int:
+        seen: set[int] = set()
+        count = 0
+        for t, s in self.loop.sent:
+            if s.src == CH and s.payload and not s.dummy:
+                if s.seq in seen and t >= t0:
+                    count += 1
+                seen.add(s.seq)
+        return count
+
+
+def test_dummies_are_marked_copies_at_rwnd_per_rtt_and_answered() -> None:
+    r = _Run("dsbp", new_rate=11e6)
+    dummies = [s for s in r.sent(3.0, 4.0, MH2) if s.src == CH]
+    assert dummies and all(s.dummy and s.dscp == DSCP_LE and len(s.payload) == MSS for s in dummies)
+    data_payloads = {s.payload for t, s in r.loop.sent if s.src == CH and not s.dummy}
+    assert all(s.payload in data_payloads for s in dummies)  # copies of data already sent
+    assert isinstance(r.snd.cc, Dsbp) and r.snd.cc.probe_rtt is not None
+    expected = 64 / r.snd.cc.probe_rtt  # rwnd segments per probe-path RTT, for one second
+    assert len(dummies) == pytest.approx(expected, rel=0.1)
+    answers = [s for s in r.sent(3.0, 4.1) if s.src == MH2]
+    assert answers and all(s.dummy and s.dscp == DSCP_LE and not s.payload for s in answers)
+    # dummies never touch the connection: no duplicate ACKs, no losses, no data bytes twice
+    assert not any(rec.event in ("dupack", "fast_retransmit", "rto") for rec in r.records if rec.time < 4.0)
+    assert r.snd.cc.probe_rtt == pytest.approx(0.06 + 2 * (MSS + 40) * 8 / 11e6, rel=0.05)
+    r.finish()
+
+
+def test_rich_new_cell_cwnd_is_rwnd_and_rate_follows_within_an_rtt() -> None:
+    r = _Run("dsbp", new_rate=11e6)
+    assert isinstance(r.snd.cc, Dsbp)
+    count = r.snd.cc.handoff_counts[0]
+    assert count >= 60  # probing at 64 segments per RTT, all answered
+    rec = next(x for x in r.records if x.event == "dsbp_handoff")
+    assert rec.cwnd == rec.ssthresh == count * MSS
+    assert all(s.dst == MH2 for s in r.sent(4.0, 4.8) if s.src == CH and s.payload)
+    # from one RTT after the handoff the MH receives at the rate the window allows on the new path
+    rtt = 0.06 + (MSS + 40) * 8 / 11e6
+    window_rate = 64 * MSS / rtt
+    got = sum(n for t, n in r.delivered if 4.0 + 2 * rtt <= t < 4.0 + 6 * rtt)
+    assert got / (4 * rtt) >= 0.9 * min(window_rate, 11e6 / 8 * MSS / (MSS + 40))
+    assert r.data_retransmissions_after(4.0) == 0
+    r.finish()
+
+
+def test_poor_new_cell_dsbp_loses_nothing_where_newreno_floods() -> None:
+    r = _Run("dsbp", new_rate=1e6)
+    assert isinstance(r.snd.cc, Dsbp)
+    bdp = 1e6 / 8 / (MSS + 40) * 0.06
+    assert r.snd.cc.handoff_counts[0] == pytest.approx(bdp, abs=2)
+    assert r.data_retransmissions_after(4.0) == 0
+    r.finish()
+    nr = _Run("newreno", new_rate=1e6)
+    assert nr.data_retransmissions_after(4.0) > 5
+    nr.finish()
+
+
+def test_probe_down_stops_probing_and_changes_nothing() -> None:
+    r = _Run("dsbp", new_rate=11e6, handoff=False)
+    cwnd = r.snd.cwnd
+    r.snd.notify(Notification(Event.PROBE_DOWN, 3, MH, MH2), r.loop.now)
+    r.loop.run(r.loop.now + 0.5)
+    assert not [s for s in r.sent(4.81, 6.0, MH2) if s.src == CH]
+    assert r.snd.cwnd == cwnd and r.snd.remote_addr == MH
+    assert not any(x.event == "dsbp_handoff" for x in r.records)
+    r.finish()
+
+
+def test_handoff_without_probing_changes_nothing() -> None:
+    r = _Run("dsbp", new_rate=11e6, probe=False)
+    assert isinstance(r.snd.cc, Dsbp) and r.snd.cc.handoff_counts == [] and r.snd.cc.dummies_sent == 0
+    r.finish()
+
+
+def test_non_dsbp_receiver_treats_dummy_as_ordinary_duplicate() -> None:
+    rcv = TcpConnection(TcpConfig(mss=MSS, timestamps=False), MH, 5001, cc="newreno")
+    rcv.listen()
+    rcv.handle(Segment(CH, MH, 40000, 5001, 100, 0, SYN, 65535, mss=MSS), 0.0)
+    synack = rcv.poll(0.0)[0]
+    data = Segment(CH, MH, 40000, 5001, 101, synack.seq + 1, ACK, 65535, b"d" * 100)
+    rcv.handle(data, 0.1)
+    rcv.poll(0.1)
+    rcv.handle(data.with_(dummy=True, dscp=DSCP_LE), 0.2)
+    out = rcv.poll(0.2)
+    assert len(out) == 1 and not out[0].dummy and out[0].dscp == 0 and rcv.bytes_received == 100
