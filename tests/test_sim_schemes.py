@@ -5,6 +5,15 @@ behind a 10 Mb/s wired bottleneck, 0.5 s outage at 10 s, 1000-byte
 segments, window 64 segments, min RTO 1 s. The 3G cell's buffer is the one
 that decides whether NewReno's slow start after the restart overshoots: 10
 packets in the main case (the paper does not state its buffer).
+
+DSBP (Taleb et al.): cells of 6 Mb/s and 1–11 Mb/s, RTT 60 ms, 1024-byte
+segments, drop-tail buffers of 50 packets, MH at 50 km/h through a 150 m
+overlap (10.8 s, handoff in the middle), window 90 segments: enough for the
+11 Mb/s cell (77 segments per RTT), never more than a 6 Mb/s cell holds
+(42 + 50), so the only losses are the handoff's own.
+
+UCC (Utsumi & Zabir): dumbbell, 10 Mb/s / 20 ms with 1 % random loss,
+buffer 50, 1000-byte segments, window 256, 30 s runs (the paper: 100 s).
 """
 from __future__ import annotations
 
@@ -13,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from hosts.sim.measure import TraceWriter
-from hosts.sim.papers import vertical_handoff
+from hosts.sim.papers import dumbbell, overlap_handoff, vertical_handoff
 
 OUTAGE_END = 10.5
 
@@ -84,3 +93,70 @@ def test_same_seed_gives_a_byte_identical_tcp_trace(tmp_path: Path) -> None:
     header = one.split(b"\n", 1)[0]
     assert header.startswith(b"time,conn,event,state,cwnd,ssthresh")
     assert b",handoff," in one and b",forced_rto," in one
+
+
+def _sent_data(exp) -> list[tuple[float, int]]:
+    sent: list[tuple[float, int]] = []
+    exp.flows[0].flow.sender_slot.on_send.append(
+        lambda seg, now: sent.append((now, len(seg.payload))) if seg.payload and not seg.dummy else None)
+    return sent
+
+
+def _rate(sent: list[tuple[float, int]], t0: float, t1: float) -> float:
+    return sum(n for t, n in sent if t0 <= t < t1) * 8 / (t1 - t0)
+
+
+@pytest.fixture(scope="module")
+def dsbp_richer() -> tuple:
+    exp = overlap_handoff("dsbp", new_rate=11e6)
+    sent = _sent_data(exp)
+    exp.run(exp.notes["leave"] + 0.5)
+    return exp, sent
+
+
+def test_dsbp_counts_the_new_cells_capacity_in_dummy_acks(dsbp_richer: tuple) -> None:
+    exp, _ = dsbp_richer
+    sender = exp.flows[0].sender
+    per_rtt = 11e6 * 0.060 / ((1024 + 52) * 8)          # segments the 11 Mb/s cell carries per RTT
+    [count] = sender.cc.handoff_counts
+    assert count == pytest.approx(per_rtt, rel=0.1)
+    stats = exp.flows[0].stats
+    assert stats.dummies_sent > 1000 and sum(stats.dummy_drops.values()) > 100  # probing filled the cell
+
+
+def test_dsbp_sends_at_the_new_cells_rate_soon_after_handoff(dsbp_richer: tuple) -> None:
+    """Within 3 RTTs: in the first the old path's flight (90 segments) drains under the new cwnd (76)."""
+    exp, sent = dsbp_richer
+    h, rtt = exp.notes["handoff"], 0.060
+    capacity = 11e6 * 1024 / (1024 + 52)                 # payload rate of the 11 Mb/s cell
+    reached = next(k for k in range(20) if _rate(sent, h + k * rtt, h + (k + 1) * rtt) >= 0.9 * capacity)
+    assert reached <= 2
+    assert _rate(sent, h + 3 * rtt, h + 2.0) >= 0.95 * capacity
+    assert exp.flows[0].stats.throughput_bps(h + 3 * rtt, h + 2.0) >= 0.95 * capacity
+
+
+def test_dsbp_loses_no_data_packets_over_the_handoff_period(dsbp_richer: tuple) -> None:
+    exp, _ = dsbp_richer
+    stats = exp.flows[0].stats
+    assert stats.data_losses_between(exp.notes["enter"], exp.notes["leave"]) == 0
+    assert stats.data_segments_sent > 5000
+
+
+def test_dsbp_does_not_flood_a_poorer_cell_where_newreno_does() -> None:
+    losses = {}
+    for scheme in ("dsbp", "newreno"):
+        exp = overlap_handoff(scheme, new_rate=2e6)
+        exp.run(exp.notes["leave"])
+        losses[scheme] = exp.flows[0].stats.data_losses_between(exp.notes["enter"], exp.notes["leave"])
+    assert losses["dsbp"] == 0
+    assert losses["newreno"] >= 10
+
+
+def test_two_ucc_flows_get_at_least_one_and_a_half_times_two_newreno_flows_at_1_percent_loss() -> None:
+    total = {}
+    for scheme in ("ucc", "newreno"):
+        exp = dumbbell([scheme, scheme], loss=0.01)
+        exp.run(30.0)
+        total[scheme] = sum(f.stats.throughput_bps(0.0, 30.0) for f in exp.flows)
+    assert total["ucc"] >= 1.5 * total["newreno"]
+    assert total["ucc"] < 10e6

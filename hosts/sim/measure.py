@@ -13,7 +13,7 @@ import csv
 import io
 import json
 import math
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Iterable, Sequence
 
@@ -42,6 +42,7 @@ class FlowStats:
         self.dummy_acks_received = 0
         self.data_drops: dict[str, int] = {}
         self.dummy_drops: dict[str, int] = {}
+        self.data_drop_times: list[float] = []
 
     # taps (installed by Network.flow)
     def on_sender_send(self, seg: "Segment", now: float) -> None:
@@ -65,16 +66,22 @@ class FlowStats:
             self.ack_times.append(now)
             self.ack_bytes.append(delivered)
 
-    def on_drop(self, pkt: "Packet", cause: str) -> None:
-        table = self.dummy_drops if pkt.seg.dummy else self.data_drops
-        if pkt.seg.dummy or pkt.seg.payload:
-            table[cause] = table.get(cause, 0) + 1
+    def on_drop(self, pkt: "Packet", cause: str, now: float) -> None:
+        if pkt.seg.dummy:
+            self.dummy_drops[cause] = self.dummy_drops.get(cause, 0) + 1
+        elif pkt.seg.payload:
+            self.data_drops[cause] = self.data_drops.get(cause, 0) + 1
+            self.data_drop_times.append(now)
 
     # results
     @property
     def data_losses(self) -> int:
         """Data segments the network dropped (dummies and pure ACKs excluded)."""
         return sum(self.data_drops.values())
+
+    def data_losses_between(self, t0: float, t1: float) -> int:
+        """Data segments dropped in [t0, t1]."""
+        return bisect_right(self.data_drop_times, t1) - bisect_left(self.data_drop_times, t0)
 
     def loss_rate(self) -> float:
         """Dropped data segments / data segments sent (DSBP's metric)."""

@@ -356,7 +356,7 @@ class Network:
         seg = pkt.seg
         f = self._flows_by_ports.get((seg.sport, seg.dport)) or self._flows_by_ports.get((seg.dport, seg.sport))
         if f is not None:
-            f.stats.on_drop(pkt, cause)
+            f.stats.on_drop(pkt, cause, self.sim.now)
 
     # -- running ------------------------------------------------------------
     def run(self, until: float, progress: Callable[[float], None] | None = None, step: float = 1.0) -> None:

@@ -74,7 +74,7 @@ def vertical_handoff(scheme: str, *, seed: int = 0, first: tuple[float, float] =
 def overlap_handoff(scheme: str, *, seed: int = 0, old_rate: float = 6e6, new_rate: float = 11e6,
                     enter: float = 10.0, speed_kmh: float = 50.0, radius: float = 500.0,
                     distance: float = 850.0, rtt: float = 0.060, wired_rate: float = 155e6,
-                    cell_buffer: int = 50, mss: int = 1024, window_segments: int = 128,
+                    cell_buffer: int = 50, mss: int = 1024, window_segments: int = 90,
                     trace: TraceWriter | None = None) -> Experiment:
     """Taleb et al. (DSBP): gateway serving two overlapping cells; handoff at the overlap's middle.
 
