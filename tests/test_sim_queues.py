@@ -31,17 +31,18 @@ def test_droptail_limit_counts_waiting_packets_only() -> None:
     assert q.enqueue(pkt(), 0.0)
 
 
-def test_dummies_are_served_after_data_and_dropped_first() -> None:
+def test_dummies_are_dropped_at_their_threshold_and_never_displace_data() -> None:
     q = Queue(10, dummy_threshold=4)
     dummies = [pkt(DUMMY) for _ in range(5)]
     admitted = [q.enqueue(d, 0.0) for d in dummies]
     assert admitted == [True, True, True, True, False]  # refused at the threshold
     data = [pkt() for _ in range(10)]
-    assert all(q.enqueue(d, 0.0) for d in data)        # data pushes dummies out of a full buffer
-    assert q.drops == {"dummy": 1, "dummy_pushout": 4}
-    assert q.enqueue(pkt(), 0.0) is False                # full of data: data is dropped only now
-    out = [q.dequeue(0.0) for _ in range(10)]
-    assert out == data
+    assert all(q.enqueue(d, 0.0) for d in data)        # the data limit ignores dummies
+    assert not q.enqueue(pkt(DUMMY), 0.0)                # data counts toward the dummies' threshold
+    assert q.enqueue(pkt(), 0.0) is False                # data is dropped only at its own limit
+    assert q.drops == {"dummy": 2, "overflow": 1}
+    assert [q.dequeue(0.0) for _ in range(10)] == data
+    assert [q.dequeue(0.0) for _ in range(4)] == dummies[:4]
 
 
 def test_dummies_wait_until_no_data_is_queued() -> None:
@@ -99,22 +100,31 @@ def test_red_forced_drop_at_max_th_and_none_below_min_th() -> None:
     assert all(q2.enqueue(pkt(), 0.0) for _ in range(100))
 
 
-def test_red_average_is_ewma_of_waiting_packets_with_idle_correction() -> None:
+def test_red_average_is_ewma_of_waiting_packets_with_idle_decay() -> None:
     w = 0.1
     q = red(w_q=w, min_th=1000, max_th=2000, limit=3000)
     avg = 0.0
     for k in range(20):              # arrivals at one instant, nothing leaves
         q.enqueue(pkt(), 1.0)
-        avg = (1 - w) * avg + w * k
-    assert q.avg == pytest.approx(avg)
+        avg = (1 - w) * avg + w * k  # the first arrival finds an empty queue: decay of 0 s
+    assert q.avg == pytest.approx(avg, rel=1e-12)
     for _ in range(20):
-        q.dequeue(1.0)
-    # the last packet leaves the wire at 1.0 + 0.8 ms; then the queue idles until 2.0 s
-    pkt_time = 1000 * 8 / RATE
-    q.enqueue(pkt(), 2.0)
-    idle = 2.0 - (1.0 + pkt_time)
-    expected = avg * (1 - w) ** (idle / pkt_time) * (1 - w)
-    assert q.avg == pytest.approx(expected)
+        q.dequeue(1.0)               # the queue is empty from 1.0 s on
+    pkt_time = 1000 * 8 / RATE       # 0.8 ms at 10 Mb/s
+    q.enqueue(pkt(), 1.004)          # arrival to an empty queue: avg <- (1 - w)^m avg, m = 5
+    assert q.avg == pytest.approx(avg * (1 - w) ** (0.004 / pkt_time), rel=1e-12)
+    decayed = q.avg
+    q.enqueue(pkt(), 1.004)          # one packet waiting now: an ordinary sample
+    assert q.avg == pytest.approx((1 - w) * decayed + w * 1, rel=1e-12)
+
+
+def test_red_idle_decay_is_not_applied_twice_after_a_drop() -> None:
+    q = red(w_q=0.1, min_th=0.0, max_th=1e-9)   # every counted arrival is a forced drop
+    q.avg = 50.0
+    assert not q.enqueue(pkt(), 0.0008)         # m = 1
+    assert q.avg == pytest.approx(45.0)
+    assert not q.enqueue(pkt(), 0.0016)         # one more packet time idle, not two
+    assert q.avg == pytest.approx(40.5)
 
 
 def test_mred_never_early_drops_priority_and_averages_non_priority_only() -> None:

@@ -1,20 +1,26 @@
 """Egress queues: drop-tail, RED and M-RED, each with DSBP's dummy class.
 
-The rules mirror the base-station P4 program (docs/wire-contract.md and
-docs/simulator.md, "Queues"), in floating point:
+The rules are those of the base station's P4 AQM (p4src/include/aqm.p4,
+docs/aqm.md), in floating point instead of fixed point:
 
 * Occupancy is counted in packets *waiting*; the packet being transmitted
-  has left the queue (as in ns-2 and BMv2's egress queue). A queue of limit
-  B therefore holds B waiting packets plus one on the wire.
-* Two strict-priority classes share the buffer: data (including IPF
-  priority packets) is always served before DSBP dummies. A dummy is
-  refused when the total occupancy is at or above `dummy_threshold`; a data
-  packet that finds the buffer full pushes out the newest dummy instead of
-  being dropped. Dummies are never counted in any average.
-* RED (Floyd & Jacobson 1993) averages the data occupancy at each data
-  arrival, with the idle-time correction; M-RED averages and early-drops
-  non-priority packets only and admits priority packets unless the buffer
-  is full.
+  has left the queue (as in BMv2's egress queue and ns-2).
+* Data (including IPF priority packets) and DSBP dummies are two
+  strict-priority classes: data is always served first. `limit` bounds the
+  data waiting; a dummy is dropped when data + dummies waiting reach
+  `dummy_threshold` (≤ limit), so a dummy is always dropped before data.
+  Dummies are never counted in any average.
+* RED (Floyd & Jacobson 1993): at each counted arrival, if packets are
+  waiting, avg ← (1 − w_q)·avg + w_q·q; if none are, the queue has been
+  empty since `idle_since` and avg ← (1 − w_q)^m·avg, m = idle time /
+  (mean_pkt_size·8 / rate). Then avg < min_th admits (count = −1),
+  avg ≥ max_th drops ("forced", count = 0), and in between count grows
+  and the packet is dropped ("early") with p_a = p_b / (1 − count·p_b),
+  p_b = max_p·(avg − min_th)/(max_th − min_th) (certainly once count·p_b ≥ 1).
+  RED counts all data; M-RED counts, averages and early-drops non-priority
+  data only, and admits priority packets unless the data limit is reached.
+* A packet that passes the AQM is still dropped ("overflow") if `limit`
+  data packets are waiting.
 """
 from __future__ import annotations
 
@@ -26,9 +32,10 @@ from hosts.sim.packet import DUMMY, PRIORITY, Packet
 
 
 class Queue:
-    """Drop-tail FIFO of `limit` packets with a lower-priority dummy class."""
+    """Drop-tail FIFO of `limit` data packets with a lower-priority dummy class."""
 
     kind = "droptail"
+    avg = 0.0  # the AQM's average queue (RED sets its own)
 
     def __init__(self, limit: int, dummy_threshold: int | None = None) -> None:
         if limit < 1:
@@ -47,11 +54,6 @@ class Queue:
     def attach(self, rate_bps: float, rng: random.Random) -> None:
         """Called by the link that owns this queue (RED needs its rate and a random stream)."""
 
-    @property
-    def avg(self) -> float:
-        """The AQM's average queue (0 for drop-tail)."""
-        return 0.0
-
     def __len__(self) -> int:
         return len(self._data) + len(self._dummy)
 
@@ -69,15 +71,6 @@ class Queue:
             self.on_drop(pkt, cause)
         return False
 
-    def _make_room(self) -> bool:
-        """Room for one data packet: push out the newest dummy if the buffer is full."""
-        if len(self._data) + len(self._dummy) < self.limit:
-            return True
-        if self._dummy:
-            self._drop(self._dummy.pop(), "dummy_pushout")
-            return True
-        return False
-
     def enqueue(self, pkt: Packet, now: float) -> bool:
         """Admit `pkt` or count why not; True if it was queued."""
         if pkt.klass == DUMMY:
@@ -87,7 +80,7 @@ class Queue:
             return True
         if not self._admit(pkt, now):
             return False
-        if not self._make_room():
+        if len(self._data) >= self.limit:
             return self._drop(pkt, "overflow")
         self._data.append(pkt)
         self._admitted(pkt)
@@ -129,13 +122,7 @@ class Queue:
 
 
 class RED(Queue):
-    """Random Early Detection (Floyd & Jacobson 1993), optionally priority-aware (M-RED).
-
-    `avg` is the EWMA of the counted occupancy, updated at each counted
-    arrival: all data for RED, non-priority data for M-RED. While no counted
-    packet is waiting or being sent, the average decays as if `m` empty
-    samples had been taken, m = idle time / (mean_pkt_size·8 / rate).
-    """
+    """Random Early Detection (Floyd & Jacobson 1993); see the module docstring."""
 
     kind = "red"
     priority_aware = False
@@ -156,24 +143,16 @@ class RED(Queue):
         self.max_p = float(max_p)
         self.w_q = float(w_q)
         self.mean_pkt_size = mean_pkt_size
-        self._avg = 0.0
+        self.avg = 0.0
         self.count = -1
-        self.counted = 0                     # counted packets waiting
-        self.idle_since: float | None = 0.0  # when the counted queue last went idle
+        self.counted = 0              # counted packets waiting
+        self.idle_since = 0.0         # when `counted` last became 0 (decay accounted up to here)
         self._pkt_time = 0.0
         self._rng: random.Random | None = None
 
     def attach(self, rate_bps: float, rng: random.Random) -> None:
         self._pkt_time = self.mean_pkt_size * 8 / rate_bps
         self._rng = rng
-
-    @property
-    def avg(self) -> float:
-        return self._avg
-
-    @avg.setter
-    def avg(self, value: float) -> None:
-        self._avg = value
 
     def _counts(self, pkt: Packet) -> bool:
         return not (self.priority_aware and pkt.klass == PRIORITY)
@@ -182,11 +161,13 @@ class RED(Queue):
         if not self._counts(pkt):
             return True
         w = self.w_q
-        idle = self.idle_since
-        if idle is not None and now > idle:
-            self._avg *= (1.0 - w) ** ((now - idle) / self._pkt_time)
-            self.idle_since = now
-        avg = self._avg = (1.0 - w) * self._avg + w * self.counted
+        if self.counted:
+            avg = self.avg = (1.0 - w) * self.avg + w * self.counted
+        else:
+            if now > self.idle_since:
+                self.avg *= (1.0 - w) ** ((now - self.idle_since) / self._pkt_time)
+                self.idle_since = now
+            avg = self.avg
         if avg >= self.max_th:
             self.count = 0
             return self._drop(pkt, "forced")
@@ -204,20 +185,19 @@ class RED(Queue):
     def _admitted(self, pkt: Packet) -> None:
         if self._counts(pkt):
             self.counted += 1
-            self.idle_since = None
 
     def dequeue(self, now: float) -> Packet | None:
         pkt = super().dequeue(now)
         if pkt is not None and pkt.klass != DUMMY and self._counts(pkt):
             self.counted -= 1
-        if self.counted == 0 and self.idle_since is None:
-            # The counted queue is idle once this packet has been sent.
-            self.idle_since = now if pkt is None else now + self._pkt_time * pkt.size / self.mean_pkt_size
+            if self.counted == 0:
+                self.idle_since = now
         return pkt
 
     def _recount(self, now: float) -> None:
+        was = self.counted
         self.counted = sum(1 for p in self._data if self._counts(p))
-        if self.counted == 0 and self.idle_since is None:
+        if was and not self.counted:
             self.idle_since = now
 
 
