@@ -10,7 +10,7 @@ P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
 # protobuf it only loads with the pure-Python implementation.
 export PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION := python
 
-.PHONY: setup build test unit ptf clean bench-hosts
+.PHONY: setup build test unit ptf clean bench-hosts bench-pipeline
 
 setup: ## install everything installable from apt and PyPI; report what is missing
 	bash scripts/setup.sh
@@ -32,6 +32,9 @@ unit: ## fast tests only (no BMv2, no namespaces)
 
 ptf: build ## the PTF suite against BMv2 alone
 	$(PY) -m pytest -v tests/test_ptf.py
+
+bench-pipeline: build ## packets/s of p4src/bs.p4 vs bench/minimal.p4 on the same BMv2 (needs root)
+	$(PY) bench/pipeline_pps.py
 
 bench-hosts: ## our TCP sender's goodput vs Linux TCP over one veth pair (needs root)
 	$(PY) bench/hosts_goodput.py

@@ -33,4 +33,70 @@ const bit<8> TCP_BYTE12_DUMMY_MASK = 0x08;
 const bit<16> UDP_PORT_MIP_REGISTRATION = 434;
 const bit<16> UDP_PORT_HANDOFF_NOTIFY = 5434;
 
+/* ---- P4 pipeline (issue 2): docs/wire-contract.md, docs/pipeline.md ---- */
+
+/* CPU port: simple_switch_grpc must run with --cpu-port CPU_PORT */
+const bit<9> CPU_PORT = 255;
+
+/* Egress priority queues: simple_switch(_grpc) must run with
+ * --priority-queues 2 (or more). Higher value = served first. */
+const bit<3> QUEUE_PRIORITY_DUMMY = 0;
+const bit<3> QUEUE_PRIORITY_DATA = 1;
+
+/* Port roles (table port_role, keyed by ingress port; default core) */
+const bit<2> PORT_ROLE_CORE = 0;
+const bit<2> PORT_ROLE_ACCESS = 1;
+const bit<2> PORT_ROLE_PEER = 2;
+
+/* Packet-in reasons (packet_in.reason) */
+const bit<8> PUNT_REASON_BUFFER = 1;
+const bit<8> PUNT_REASON_ARP = 2;
+const bit<8> PUNT_REASON_REGISTRATION = 3;
+const bit<8> PUNT_REASON_TELEMETRY = 4;
+const bit<8> PUNT_REASON_NO_ROUTE = 5;
+
+/* AQM modes (table aqm_port) */
+const bit<2> AQM_MODE_DROPTAIL = 0;
+const bit<2> AQM_MODE_RED = 1;
+const bit<2> AQM_MODE_MRED = 2;
+
+/* AQM classes; per-port-per-class counters and registers are indexed
+ * port * AQM_CLASS_STRIDE + class */
+const bit<2> AQM_CLASS_NP = 0;
+const bit<2> AQM_CLASS_PRIO = 1;
+const bit<2> AQM_CLASS_DUMMY = 2;
+const bit<32> AQM_CLASS_STRIDE = 4;
+const bit<32> PORT_SLOTS = 512;
+
+/* Fixed point: average occupancy is Q16.16 packets; probabilities are
+ * thresholds against a uniform random number of PROB_BITS bits; the idle
+ * decay factor is Q0.DECAY_FRAC_BITS (4096 = 1.0) */
+const bit<8> AVG_FRAC_BITS = 16;
+const bit<8> PROB_BITS = 24;
+const bit<8> DECAY_FRAC_BITS = 12;
+
+/* A dummy dequeued while data is queued on its port is recirculated to the
+ * back of the dummy queue at most this many times, then dropped */
+const bit<8> DUMMY_MAX_RECIRC = 250;
+
+/* Reason-indexed counters (malformed, fwd_dropped, punted) are indexed
+ * port * REASON_STRIDE + reason */
+const bit<32> REASON_STRIDE = 16;
+
+/* Malformed kinds (counter malformed) */
+const bit<8> MALFORMED_TRUNCATED = 1;
+const bit<8> MALFORMED_IPV4_VERSION = 2;
+const bit<8> MALFORMED_IPV4_IHL = 3;
+const bit<8> MALFORMED_IPV4_LENGTH = 4;
+const bit<8> MALFORMED_TCP_OFFSET = 5;
+const bit<8> MALFORMED_UDP_LENGTH = 6;
+const bit<8> MALFORMED_CHECKSUM = 7;
+const bit<8> MALFORMED_OTHER = 15;
+
+/* Forwarding drop reasons (counter fwd_dropped) */
+const bit<8> FWD_DROP_TABLE = 1;
+const bit<8> FWD_DROP_TTL = 2;
+const bit<8> FWD_DROP_UNSUPPORTED = 3;
+const bit<8> FWD_DROP_PACKET_OUT = 4;
+
 #endif

@@ -1,0 +1,196 @@
+"""Packets/s of the full base-station pipeline (p4src/bs.p4) against bench/minimal.p4, one run, same BMv2.
+
+    make bench-pipeline          # = .venv/bin/python bench/pipeline_pps.py
+
+Both programs run on one simple_switch_grpc build with the same ports and
+options, one after the other, in a namespace of their own: a raw-socket sender
+offers UDP packets on port 1 as fast as it can, the switch forwards them to
+port 2, and the rate is the growth of port 2's peer's rx counter over a
+window after a warm-up. The pipeline path measured is the common one: a
+core-port packet routed to a mobile host on an access port under M-RED
+(validation, sanitisation, forwarding, DSBP classification, AQM registers in
+ingress and egress). Rounds alternate the programs; each rate is the median
+over rounds. Output, one `name: value` per line:
+
+    pipeline_pps: N
+    minimal_pps: N
+    pipeline_pps_ratio: R          (goal >= 0.8)
+    bmv2_build: how BMv2 was configured (from /opt/p4build/INSTALLED.md)
+
+Needs root (namespaces), simple_switch_grpc, p4c-bm2-ss and `make build`.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from p4handoff import netns  # noqa: E402
+from p4handoff.wire import load_constants  # noqa: E402
+from topo.bmv2 import Bmv2Error, Bmv2Switch, bmv2_available, compile_p4, veth_port  # noqa: E402
+
+BUILD = ROOT / "build"
+BENCH_BUILD = BUILD / "bench"
+MINIMAL_P4 = ROOT / "bench" / "minimal.p4"
+BS_JSON, BS_P4INFO = BUILD / "bs.json", BUILD / "bs.p4info.txtpb"
+INSTALLED_MD = Path("/opt/p4build/INSTALLED.md")
+PROGRAMS = ("minimal", "pipeline")
+
+_SENDER = """
+import socket, sys, time
+sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+sock.bind((sys.argv[1], 0))
+frame, end, sent = bytes.fromhex(sys.argv[2]), time.monotonic() + float(sys.argv[3]), 0
+while time.monotonic() < end:
+    for _ in range(256):
+        try:
+            sock.send(frame)
+            sent += 1
+        except OSError:
+            pass
+print(sent)
+"""
+
+
+def rx_packets(ifname: str) -> int:
+    """Received-packet counter of an interface in this process's namespace (/proc/net/dev)."""
+    for line in Path("/proc/net/dev").read_text().splitlines()[2:]:
+        name, _, fields = line.partition(":")
+        if name.strip() == ifname:
+            return int(fields.split()[1])
+    raise RuntimeError(f"no interface {ifname} in /proc/net/dev")
+
+
+def bench_frame() -> bytes:
+    """CH -> MH, 106 bytes: the pipeline's routed access-port path."""
+    from scapy.all import IP, UDP, Ether, Raw
+    return bytes(Ether(dst="02:00:00:00:00:fe", src="02:00:00:00:01:01") / IP(src="10.9.0.1", dst="10.1.0.10")
+                 / UDP(sport=5000, dport=6000) / Raw(bytes(64)))
+
+
+def program_switch(grpc_addr: str, program: str, minimal: tuple[Path, Path]) -> None:
+    from controller.aqm_tables import AQM_MODE_MRED, PortAqm, RedParams, port_entries
+    from controller.p4runtime import P4RuntimeClient, TableEntry, UpdateType
+
+    c = load_constants()
+    with P4RuntimeClient(grpc_addr, 0) as client:
+        if program == "minimal":
+            client.set_pipeline(*minimal)
+            client.insert(TableEntry("port_fwd", {"ingress_port": 1}, "forward", {"port": 2}))
+            return
+        client.set_pipeline(BS_P4INFO, BS_JSON)
+        entries = [
+            TableEntry("port_role", {"port": 1}, "set_port_role", {"role": c["PORT_ROLE_CORE"]}),
+            TableEntry("port_role", {"port": 2}, "set_port_role", {"role": c["PORT_ROLE_ACCESS"]}),
+            TableEntry("ipv4_fwd", {"dst_addr": "10.1.0.10/32"}, "deliver",
+                       {"port": 2, "src_mac": "02:00:00:00:00:fe", "dst_mac": "02:00:00:00:02:10"}),
+        ]
+        red = RedParams(min_th=20, max_th=60, max_p=0.1, wq_shift=9, mean_pkt_time_us=100.0)
+        entries += port_entries(PortAqm(2, AQM_MODE_MRED, qlimit=64, dummy_th=48, red=red))
+        client.write([(UpdateType.INSERT, e) for e in entries])
+
+
+def measure(program: str, minimal: tuple[Path, Path], warmup: float, window: float, log_dir: Path) -> tuple[float, float]:
+    """(forwarded pps, offered pps) of one program; runs inside the bench namespace."""
+    c = load_constants()
+    switch = Bmv2Switch({1: "sw1", 2: "sw2"}, cpu_port=c["CPU_PORT"], priority_queues=2,
+                        log_path=log_dir / f"switch-{program}.log")
+    with switch:
+        program_switch(switch.grpc_addr, program, minimal)
+        duration = warmup + window + 0.5
+        sender = subprocess.Popen([sys.executable, "-c", _SENDER, "h1", bench_frame().hex(), str(duration)],
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            time.sleep(warmup)
+            start = rx_packets("h2")
+            time.sleep(window)
+            forwarded = rx_packets("h2") - start
+            out, _ = sender.communicate(timeout=duration + 10)
+        finally:
+            if sender.poll() is None:
+                netns.stop_process(sender)
+    return forwarded / window, int(out.strip() or 0) / duration
+
+
+def inside(args: argparse.Namespace) -> int:
+    """The measurement proper, run inside the namespace that holds the veth pairs."""
+    minimal = (Path(args.minimal_p4info), Path(args.minimal_json))
+    log_dir = Path(args.log_dir)
+    rates: dict[str, list[float]] = {p: [] for p in PROGRAMS}
+    for _ in range(args.rounds):
+        for program in PROGRAMS:
+            pps, offered = measure(program, minimal, args.warmup, args.window, log_dir)
+            rates[program].append(pps)
+            print(f"# {program}: {pps:.0f} pps forwarded, {offered:.0f} pps offered", flush=True)
+    pipeline, minimum = statistics.median(rates["pipeline"]), statistics.median(rates["minimal"])
+    print(f"pipeline_pps: {pipeline:.0f}")
+    print(f"minimal_pps: {minimum:.0f}")
+    print(f"pipeline_pps_ratio: {pipeline / minimum:.3f}" if minimum else "pipeline_pps_ratio: nan")
+    return 0
+
+
+def bmv2_build() -> str:
+    """The BMv2 configure line recorded by whoever built the toolchain."""
+    try:
+        text = INSTALLED_MD.read_text()
+    except OSError:
+        return f"unknown ({INSTALLED_MD} missing)"
+    for line in text.splitlines():
+        if "configure" in line and "behavioral" not in line.lower() or "--disable-logging-macros" in line:
+            return line.strip(" `-*")
+    return f"unknown (no configure line in {INSTALLED_MD})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warmup", type=float, default=1.0, help="seconds before counting")
+    parser.add_argument("--window", type=float, default=3.0, help="seconds counted")
+    parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--minimal-p4info", help=argparse.SUPPRESS)
+    parser.add_argument("--minimal-json", help=argparse.SUPPRESS)
+    parser.add_argument("--log-dir", default=str(BENCH_BUILD), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.inside:
+        return inside(args)
+
+    available, reason = bmv2_available()
+    problems = [reason] if not available else []
+    if not (BS_JSON.exists() and BS_P4INFO.exists()):
+        problems.append(f"{BS_JSON.relative_to(ROOT)} missing: run `make build`")
+    reason = netns.unavailable_reason()
+    if reason:
+        problems.append(reason)
+    if problems:
+        print("bench-pipeline: cannot run: " + "; ".join(problems), file=sys.stderr)
+        return 2
+    try:
+        minimal_p4info, minimal_json = compile_p4(MINIMAL_P4, BENCH_BUILD)
+    except Bmv2Error as exc:
+        print(f"bench-pipeline: {exc}", file=sys.stderr)
+        return 2
+    with netns.Lab("bench") as lab:
+        ns = lab.namespace("sw")
+        for n in (1, 2):
+            veth_port(f"sw{n}", ns, f"h{n}", switch_netns=ns)
+        budget = args.rounds * len(PROGRAMS) * (args.warmup + args.window + 30)
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        done = subprocess.run(["ip", "netns", "exec", ns.name, sys.executable, str(Path(__file__).resolve()),
+                               "--inside", "--rounds", str(args.rounds), "--warmup", str(args.warmup),
+                               "--window", str(args.window), "--minimal-p4info", str(minimal_p4info),
+                               "--minimal-json", str(minimal_json), "--log-dir", str(BENCH_BUILD)],
+                              env=env, timeout=budget, text=True, stdout=sys.stdout, stderr=sys.stderr)
+    print(f"bmv2_build: {bmv2_build()}")
+    return done.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

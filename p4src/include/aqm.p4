@@ -1,0 +1,199 @@
+/* Per-access-port AQM: drop-tail, RED (Floyd & Jacobson 1993) or M-RED
+ * (IPF), all parameters runtime state (docs/aqm.md).
+ *
+ * Target independent and Tofino-portable arithmetic: additions,
+ * comparisons and shifts by constants only. w_q = 2^-wq_shift is applied
+ * as a chain of constant shifts selected by the bits of wq_shift; the
+ * idle-time decay (1 - w_q)^m is a Q0.12 factor from a range table,
+ * applied by shift-and-add; p_b comes from a range table on the average
+ * and p_a from an exact table on (p_b level, count), both filled by
+ * controller/aqm_tables.py, and is compared with a uniform random number.
+ *
+ * The glue reads the state snapshot (occupancies, avg, count, idle time,
+ * random number) into meta, applies AqmDecide, then writes the state back
+ * and admits or drops according to meta.verdict.
+ */
+#ifndef P4HANDOFF_AQM_P4
+#define P4HANDOFF_AQM_P4
+
+#include "headers.p4"
+
+const bit<13> DECAY_ONE = 4096;              /* 1.0 in Q0.12 */
+const bit<32> PROB_ONE = 32w1 << 24;         /* 1.0 against a PROB_BITS random number */
+const bit<8>  PB_LEVEL_NONE = 255;
+const bit<16> COUNT_MAX = 0xFFFF;
+
+/* AQM configuration of the egress port; ports without an entry have no
+ * AQM and no occupancy accounting (the controller configures access ports). */
+control AqmConfig(inout local_meta_t meta) {
+    @name(".aqm_set")
+    action aqm_set(bit<2> mode, bit<8> profile, bit<32> qlimit, bit<32> dummy_th,
+                   bit<32> min_th, bit<32> max_th, bit<5> wq_shift) {
+        meta.aqm_on = true;
+        meta.aqm_mode = mode;
+        meta.aqm_profile = profile;
+        meta.qlimit = qlimit;
+        meta.dummy_th = dummy_th;
+        meta.min_th = min_th;
+        meta.max_th = max_th;
+        meta.wq_shift = wq_shift;
+    }
+
+    @name(".aqm_port")
+    table aqm_port {
+        key = { meta.egress_port : exact @name("port"); }
+        actions = { aqm_set; @defaultonly NoAction; }
+        default_action = NoAction();
+        size = 512;
+    }
+
+    apply { aqm_port.apply(); }
+}
+
+control AqmDecide(inout local_meta_t meta) {
+    @name(".set_decay")
+    action set_decay(bit<13> factor) {
+        meta.decay = factor;
+    }
+
+    /* idle time (us) -> (1 - w_q)^m, m = idle / mean packet time */
+    @name(".aqm_idle")
+    table aqm_idle {
+        key = {
+            meta.aqm_profile : exact @name("profile");
+            meta.idle_us     : range @name("idle_us");
+        }
+        actions = { set_decay; @defaultonly NoAction; }
+        default_action = NoAction();
+        size = 2048;
+    }
+
+    @name(".set_pb_level")
+    action set_pb_level(bit<8> level) {
+        meta.pb_level = level;
+    }
+
+    /* average in [min_th, max_th) -> p_b level */
+    @name(".red_pb")
+    table red_pb {
+        key = {
+            meta.aqm_profile : exact @name("profile");
+            meta.avg_new     : range @name("avg");
+        }
+        actions = { set_pb_level; @defaultonly NoAction; }
+        default_action = NoAction();
+        size = 2048;
+    }
+
+    @name(".set_pa")
+    action set_pa(bit<32> threshold) {
+        meta.pa_thr = threshold;
+    }
+
+    /* a miss means count * p_b >= 1: drop for sure */
+    @name(".pa_certain")
+    action pa_certain() {
+        meta.pa_thr = PROB_ONE;
+    }
+
+    /* (p_b level, count) -> p_a = p_b / (1 - count * p_b), as a threshold */
+    @name(".red_pa")
+    table red_pa {
+        key = {
+            meta.aqm_profile : exact @name("profile");
+            meta.pb_level    : exact @name("level");
+            meta.cnt_old     : exact @name("count");
+        }
+        actions = { set_pa; @defaultonly pa_certain; }
+        default_action = pa_certain();
+        size = 65536;
+    }
+
+    apply {
+        meta.verdict = VERDICT_ADMIT;
+        meta.update_avg = false;
+        meta.update_cnt = false;
+        meta.avg_new = meta.avg_old;
+        meta.cnt_new = meta.cnt_old;
+        bit<32> occ_data = meta.occ_np + meta.occ_prio;
+
+        /* DSBP: dummies never touch the average; above the threshold they are
+         * dropped, and the threshold is at most the data limit, so a dummy is
+         * always dropped before any data packet is. */
+        if (meta.cls == AQM_CLASS_DUMMY) {
+            if (occ_data + meta.occ_dummy >= meta.dummy_th) {
+                meta.verdict = VERDICT_DUMMY_DROP;
+            }
+            return;
+        }
+
+        /* The average: RED and drop-tail average all data on every data
+         * arrival; M-RED averages non-priority data on non-priority arrivals. */
+        if (meta.aqm_mode != AQM_MODE_MRED || meta.cls == AQM_CLASS_NP) {
+            bit<32> q = meta.aqm_mode == AQM_MODE_MRED ? meta.occ_np : occ_data;
+            if (q == 0) {
+                /* arrival to an empty queue: avg <- (1 - w_q)^m * avg */
+                meta.decay = DECAY_ONE;
+                aqm_idle.apply();
+                bit<32> a = meta.avg_old;
+                bit<32> s = 0;
+                if (meta.decay[12:12] == 1) { s = a; }
+                if (meta.decay[11:11] == 1) { s = s + (a >> 1); }
+                if (meta.decay[10:10] == 1) { s = s + (a >> 2); }
+                if (meta.decay[9:9] == 1) { s = s + (a >> 3); }
+                if (meta.decay[8:8] == 1) { s = s + (a >> 4); }
+                if (meta.decay[7:7] == 1) { s = s + (a >> 5); }
+                if (meta.decay[6:6] == 1) { s = s + (a >> 6); }
+                if (meta.decay[5:5] == 1) { s = s + (a >> 7); }
+                if (meta.decay[4:4] == 1) { s = s + (a >> 8); }
+                if (meta.decay[3:3] == 1) { s = s + (a >> 9); }
+                if (meta.decay[2:2] == 1) { s = s + (a >> 10); }
+                if (meta.decay[1:1] == 1) { s = s + (a >> 11); }
+                if (meta.decay[0:0] == 1) { s = s + (a >> 12); }
+                meta.avg_new = s;
+            } else {
+                /* avg <- avg + (q - avg) * 2^-wq_shift, q in Q16.16 */
+                bit<32> q_fp = q > 0xFFFF ? 32w0xFFFF0000 : q << 16;
+                bool up = q_fp >= meta.avg_old;
+                bit<32> d = up ? q_fp - meta.avg_old : meta.avg_old - q_fp;
+                if (meta.wq_shift[4:4] == 1) { d = d >> 16; }
+                if (meta.wq_shift[3:3] == 1) { d = d >> 8; }
+                if (meta.wq_shift[2:2] == 1) { d = d >> 4; }
+                if (meta.wq_shift[1:1] == 1) { d = d >> 2; }
+                if (meta.wq_shift[0:0] == 1) { d = d >> 1; }
+                meta.avg_new = up ? meta.avg_old + d : meta.avg_old - d;
+            }
+            meta.update_avg = true;
+        }
+
+        /* Early and forced drops: all data under RED, non-priority data only
+         * under M-RED (priority packets are lost only on overflow). The count
+         * register holds count + 1, so its old value is the count after this
+         * arrival's increment. */
+        if (meta.aqm_mode == AQM_MODE_RED || (meta.aqm_mode == AQM_MODE_MRED && meta.cls == AQM_CLASS_NP)) {
+            meta.update_cnt = true;
+            if (meta.avg_new < meta.min_th) {
+                meta.cnt_new = 0;
+            } else if (meta.avg_new >= meta.max_th) {
+                meta.verdict = VERDICT_RED_DROP;
+                meta.cnt_new = 1;
+            } else {
+                meta.cnt_new = meta.cnt_old == COUNT_MAX ? COUNT_MAX : meta.cnt_old + 1;
+                meta.pb_level = PB_LEVEL_NONE;
+                red_pb.apply();
+                red_pa.apply();
+                if (meta.rnd < meta.pa_thr) {
+                    meta.verdict = VERDICT_RED_DROP;
+                    meta.cnt_new = 1;
+                }
+            }
+        }
+
+        /* the physical limit, kept below the target's own queue depth */
+        if (meta.verdict == VERDICT_ADMIT && occ_data >= meta.qlimit) {
+            meta.verdict = VERDICT_OVERFLOW_DROP;
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,204 @@
+/* Forwarding: port roles, the IPF codepoint in force, ARP for the
+ * switch's gateway addresses, tunnel termination, and the IPv4 table that
+ * delivers, tunnels, punts or drops. All tables are filled by the
+ * controller; names are global (@name(".x")) so P4Info names stay short
+ * and identical across targets. */
+#ifndef P4HANDOFF_FORWARDING_P4
+#define P4HANDOFF_FORWARDING_P4
+
+#include "headers.p4"
+
+const bit<8> TUNNEL_TTL = 64;
+const bit<16> IPV4_HEADER_BYTES = 20;
+
+/* Role of the port a packet arrived on; ports without an entry are core
+ * (untrusted). */
+control PortRole(inout local_meta_t meta) {
+    @name(".set_port_role")
+    action set_port_role(bit<2> role) {
+        meta.port_role = role;
+    }
+
+    @name(".port_role")
+    table port_role {
+        key = { meta.ingress_port : exact @name("port"); }
+        actions = { set_port_role; @defaultonly NoAction; }
+        default_action = NoAction();
+        size = 512;
+    }
+
+    apply { port_role.apply(); }
+}
+
+/* The IPF priority codepoint in force: the default action of a keyless
+ * table, so the controller changes it with one P4Runtime write. */
+control IpfConfig(inout local_meta_t meta) {
+    @name(".set_ipf_dscp")
+    action set_ipf_dscp(bit<6> dscp) {
+        meta.ipf_dscp = dscp;
+    }
+
+    @name(".ipf_config")
+    table ipf_config {
+        actions = { set_ipf_dscp; }
+        default_action = set_ipf_dscp(DSCP_IPF_PRIORITY_DEFAULT);
+    }
+
+    apply { ipf_config.apply(); }
+}
+
+/* ARP: requests for one of the switch's gateway addresses are answered
+ * here, out of the port they came in on; every other ARP packet goes to
+ * the controller. */
+control Arp(inout headers_t hdr, inout local_meta_t meta) {
+    @name(".arp_reply")
+    action arp_reply(mac_t mac) {
+        ip4_t target = hdr.arp_ipv4.tpa;
+        hdr.ethernet.dst = hdr.ethernet.src;
+        hdr.ethernet.src = mac;
+        hdr.arp.oper = 2;
+        hdr.arp_ipv4.tha = hdr.arp_ipv4.sha;
+        hdr.arp_ipv4.tpa = hdr.arp_ipv4.spa;
+        hdr.arp_ipv4.sha = mac;
+        hdr.arp_ipv4.spa = target;
+        meta.egress_port = meta.ingress_port;
+    }
+
+    @name(".arp_gateway")
+    table arp_gateway {
+        key = { hdr.arp_ipv4.tpa : exact @name("target_addr"); }
+        actions = { arp_reply; @defaultonly NoAction; }
+        default_action = NoAction();
+        size = 256;
+    }
+
+    apply {
+        if (hdr.arp_ipv4.isValid() && hdr.arp.oper == 1) {
+            if (arp_gateway.apply().hit) {
+                return;
+            }
+        }
+        meta.punt_reason = PUNT_REASON_ARP;
+    }
+}
+
+/* IPv4 forwarding on the effective header: the inner one after
+ * decapsulation, the first one otherwise (transit tunnels are forwarded on
+ * their outer header). */
+control Ipv4Forwarding(inout headers_t hdr, inout local_meta_t meta) {
+    ip4_t tun_src = 0;
+    ip4_t tun_dst = 0;
+    bool is_tunnel = false;
+    bool routed = false;
+
+    @name(".decap")
+    action decap() {
+        hdr.ipv4.setInvalid();
+        hdr.ipv4_opts.setInvalid();
+        meta.l3_inner = true;
+    }
+
+    /* tunnels addressed to this switch */
+    @name(".tunnel_term")
+    table tunnel_term {
+        key = { hdr.ipv4.dst : exact @name("dst_addr"); }
+        actions = { decap; @defaultonly NoAction; }
+        default_action = NoAction();
+        size = 64;
+    }
+
+    @name(".deliver")
+    action deliver(port_t port, mac_t src_mac, mac_t dst_mac) {
+        meta.egress_port = port;
+        hdr.ethernet.src = src_mac;
+        hdr.ethernet.dst = dst_mac;
+        routed = true;
+    }
+
+    @name(".tunnel")
+    action tunnel(port_t port, mac_t src_mac, mac_t dst_mac, ip4_t src_addr, ip4_t dst_addr, bit<1> mark) {
+        meta.egress_port = port;
+        hdr.ethernet.src = src_mac;
+        hdr.ethernet.dst = dst_mac;
+        tun_src = src_addr;
+        tun_dst = dst_addr;
+        meta.tunnel_mark = mark;
+        is_tunnel = true;
+        routed = true;
+    }
+
+    /* to the controller with a reason it chooses (PUNT_REASON_BUFFER:
+     * divert a mobile host's packets to its buffer; PUNT_REASON_NO_ROUTE).
+     * Reason 0 means "not punted" inside the pipeline, so it becomes
+     * PUNT_REASON_NO_ROUTE rather than sending the packet to port 0. */
+    @name(".fwd_punt")
+    action fwd_punt(bit<8> reason) {
+        meta.punt_reason = reason == 0 ? PUNT_REASON_NO_ROUTE : reason;
+    }
+
+    @name(".fwd_drop")
+    action fwd_drop() {
+        meta.drop = true;
+        meta.drop_reason = FWD_DROP_TABLE;
+    }
+
+    @name(".ipv4_fwd")
+    table ipv4_fwd {
+        key = { meta.l3_dst : lpm @name("dst_addr"); }
+        actions = { deliver; tunnel; fwd_punt; fwd_drop; }
+        default_action = fwd_drop();
+        size = 4096;
+    }
+
+    apply {
+        if (hdr.inner.isValid()) {
+            tunnel_term.apply();
+        }
+        meta.l3_dst = meta.l3_inner ? hdr.inner.dst : hdr.ipv4.dst;
+        ipv4_fwd.apply();
+        if (!routed) {
+            return;
+        }
+        bit<8> ttl = meta.l3_inner ? hdr.inner.ttl : hdr.ipv4.ttl;
+        if (ttl <= 1) {
+            meta.drop = true;
+            meta.drop_reason = FWD_DROP_TTL;
+            return;
+        }
+        if (meta.l3_inner) {
+            hdr.inner.ttl = ttl - 1;
+        } else {
+            hdr.ipv4.ttl = ttl - 1;
+        }
+        if (is_tunnel) {
+            if (!meta.l3_inner && hdr.inner.isValid()) {
+                /* a transit tunnel re-encapsulated: its old outer header goes */
+                hdr.ipv4.setInvalid();
+                hdr.ipv4_opts.setInvalid();
+                meta.l3_inner = true;
+            }
+            if (meta.tunnel_mark == 1) {
+                meta.ipf_priority = true;
+            }
+            hdr.encap.setValid();
+            hdr.encap.version = 4;
+            hdr.encap.ihl = 5;
+            /* the priority mark, else the inner codepoint (already sanitised:
+             * never the priority codepoint), so LE dummies stay LE */
+            hdr.encap.dscp = meta.ipf_priority ? meta.ipf_dscp
+                           : (meta.l3_inner ? hdr.inner.dscp : hdr.ipv4.dscp);
+            hdr.encap.ecn = meta.l3_inner ? hdr.inner.ecn : hdr.ipv4.ecn;
+            hdr.encap.total_len = (meta.l3_inner ? hdr.inner.total_len : hdr.ipv4.total_len) + IPV4_HEADER_BYTES;
+            hdr.encap.identification = 0;
+            hdr.encap.flags = 0;
+            hdr.encap.frag_offset = 0;
+            hdr.encap.ttl = TUNNEL_TTL;
+            hdr.encap.protocol = IP_PROTO_IPIP;
+            hdr.encap.hdr_checksum = 0;
+            hdr.encap.src = tun_src;
+            hdr.encap.dst = tun_dst;
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,102 @@
+/* The target-independent ingress: validation, packet-out, port roles,
+ * sanitisation, registration punts, ARP, tunnel termination, forwarding,
+ * DSBP classification and the egress port's AQM configuration. It only
+ * decides (meta.drop / punt_reason / egress_port / cls / aqm_*); the glue
+ * acts on the decision, runs the AQM against its registers and counts. */
+#ifndef P4HANDOFF_INGRESS_P4
+#define P4HANDOFF_INGRESS_P4
+
+#include "headers.p4"
+#include "validate.p4"
+#include "forwarding.p4"
+#include "sanitise.p4"
+#include "dsbp.p4"
+#include "aqm.p4"
+
+control BsIngress(inout headers_t hdr, inout local_meta_t meta) {
+    Validate() validate;
+    IpfConfig() ipf_config;
+    PortRole() port_role;
+    Sanitise() sanitise;
+    Arp() arp;
+    Ipv4Forwarding() ipv4_forwarding;
+    DsbpClassify() dsbp_classify;
+    AqmConfig() aqm_config;
+
+    apply {
+        meta.port_role = PORT_ROLE_CORE;
+        meta.malformed_kind = 0;
+        meta.drop = false;
+        meta.drop_reason = 0;
+        meta.punt_reason = 0;
+        meta.egress_port = 0;
+        meta.sanitised = false;
+        meta.trusted_tunnel = false;
+        meta.ipf_priority = false;
+        meta.l3_inner = false;
+        meta.l3_dst = 0;
+        meta.tunnel_mark = 0;
+        meta.aqm_on = false;
+        meta.aqm_mode = AQM_MODE_DROPTAIL;
+        meta.cls = AQM_CLASS_NP;
+
+        validate.apply(hdr, meta);
+        if (meta.malformed_kind != 0) {
+            return;
+        }
+        ipf_config.apply(meta);
+
+        bool from_cpu = hdr.packet_out.isValid();
+        if (from_cpu && hdr.packet_out.telemetry == 1) {
+            /* a probe: nothing is forwarded, the glue answers with the state
+             * of the port it names */
+            meta.egress_port = hdr.packet_out.egress_port;
+            meta.punt_reason = PUNT_REASON_TELEMETRY;
+            hdr.packet_out.setInvalid();
+        } else {
+            bool use_table = true;
+            if (from_cpu) {
+                meta.ipf_priority = hdr.packet_out.mark_priority == 1;
+                meta.egress_port = hdr.packet_out.egress_port;
+                use_table = hdr.packet_out.lookup == 1;
+                hdr.packet_out.setInvalid();
+                if (!use_table && meta.ipf_priority && hdr.ipv4.isValid()) {
+                    /* a frame the controller built (a tunnel packet for a
+                     * flush): the mark goes on its outermost IPv4 header */
+                    hdr.ipv4.dscp = meta.ipf_dscp;
+                }
+            } else {
+                port_role.apply(meta);
+                sanitise.apply(hdr, meta);
+                if (meta.port_role == PORT_ROLE_ACCESS && hdr.udp.isValid() && !hdr.inner.isValid()
+                        && hdr.udp.dst_port == UDP_PORT_MIP_REGISTRATION) {
+                    meta.punt_reason = PUNT_REASON_REGISTRATION;
+                    return;
+                }
+            }
+            if (use_table) {
+                if (hdr.ipv4.isValid()) {
+                    ipv4_forwarding.apply(hdr, meta);
+                } else if (!from_cpu && hdr.arp.isValid()) {
+                    arp.apply(hdr, meta);
+                } else {
+                    meta.drop = true;
+                    meta.drop_reason = from_cpu ? FWD_DROP_PACKET_OUT : FWD_DROP_UNSUPPORTED;
+                }
+                if (from_cpu && meta.punt_reason != 0) {
+                    /* never loop a controller packet back to the controller */
+                    meta.punt_reason = 0;
+                    meta.drop = true;
+                    meta.drop_reason = FWD_DROP_PACKET_OUT;
+                }
+            }
+            if (meta.drop || meta.punt_reason != 0) {
+                return;
+            }
+            dsbp_classify.apply(hdr, meta);
+        }
+        aqm_config.apply(meta);
+    }
+}
+
+#endif

@@ -1,0 +1,40 @@
+"""The telemetry probe: a packet-out with telemetry=1 is answered by a packet-in (reason TELEMETRY)
+carrying the AQM state of the port it names, readable without Thrift."""
+import struct
+
+from scapy.all import Ether
+
+from bs_pipeline import ACCESS, ACCESS2, C, MH_ADDR, BsTest, udp_to
+from controller.aqm_tables import AQM_MODE_MRED, PortAqm, RedParams, fixed_avg
+
+TELEMETRY = struct.Struct(">HBBIIIII")  # port, aqm_mode, pad, occ np/prio/dummy, avg Q16.16, red count + 1
+PROBE = Ether(dst="02:00:00:00:00:00", src="02:00:00:00:00:00", type=0x88B5)
+
+
+class TelemetryProbe(BsTest):
+    """Occupancy, average and count of a queue mid-backlog, as the registers hold them."""
+
+    def runTest(self):
+        red = RedParams(min_th=30, max_th=60, max_p=0.1, wq_shift=3)
+        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_MRED, qlimit=60, dummy_th=60, red=red))
+        self.set_queue_rate(10, ACCESS)
+        self.send_all(1, (udp_to(MH_ADDR, seq=i) for i in range(8)))
+        self.packet_out(PROBE, egress_port=ACCESS, telemetry=1)
+        pin = self.get_packet_in()
+        self.assertEqual(pin.metadata["reason"], C["PUNT_REASON_TELEMETRY"])
+        port, mode, _, occ_np, occ_prio, occ_dummy, avg, count = TELEMETRY.unpack(pin.payload[:TELEMETRY.size])
+        self.assertEqual(pin.payload[TELEMETRY.size:], bytes(PROBE))
+        self.assertEqual((port, mode, occ_prio, occ_dummy, count), (ACCESS, AQM_MODE_MRED, 0, 0, 0))
+        self.assertTrue(6 <= occ_np <= 8, occ_np)
+        self.assertEqual(avg, self.avg(ACCESS))
+        self.assertGreater(avg, 0)
+        self.assertLess(avg, fixed_avg(8))
+
+
+class TelemetryPortWithoutAqm(BsTest):
+    """A port without an aqm_port entry reports mode 255 and zero state."""
+
+    def runTest(self):
+        self.packet_out(PROBE, egress_port=ACCESS2, telemetry=1)
+        pin = self.get_packet_in()
+        self.assertEqual(TELEMETRY.unpack(pin.payload[:TELEMETRY.size]), (ACCESS2, 255, 0, 0, 0, 0, 0, 0))
