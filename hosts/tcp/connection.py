@@ -437,9 +437,12 @@ class TcpConnection:
     def next_wakeup(self) -> float | None:
         if self._out or self._kick:
             return self._last_now
-        times = [t for t in (self._rto_deadline, self._persist_deadline, self._delack_deadline,
-                             self._time_wait_deadline, self.cc.next_wakeup()) if t is not None]
-        return min(times) if times else None
+        best = None
+        for t in (self._rto_deadline, self._persist_deadline, self._delack_deadline,
+                  self._time_wait_deadline, self.cc.next_wakeup()):
+            if t is not None and (best is None or t < best):
+                best = t
+        return best
 
     def notify(self, note: Notification, now: float) -> None:
         """Deliver a handoff event concerning our peer (the MH we talk to) or ourselves (we are the MH).
@@ -818,22 +821,23 @@ class TcpConnection:
     def _output(self, now: float) -> None:
         if self.state not in _CAN_SEND or self._frozen:
             return
+        mss = self.mss
         while True:
-            if self._source is not None:
-                self._pull_source()
-            data_end = self._data_end()
-            avail = data_end - self.snd_nxt
-            wnd = min(self.cwnd, self.snd_wnd)
+            wnd = self.cwnd if self.cwnd < self.snd_wnd else self.snd_wnd
             usable = self.snd_una + wnd - self.snd_nxt
+            avail = self._sbuf_seq + len(self._sbuf) - self.snd_nxt
+            if self._source is not None and avail < (usable if usable > mss else mss):
+                self._pull_source()
+                avail = self._sbuf_seq + len(self._sbuf) - self.snd_nxt
             if avail <= 0:
                 if self._fin_seq is not None and self.snd_nxt == self._fin_seq \
                         and self.snd_una + self.cwnd > self.snd_nxt:
                     self._send_data(self.snd_nxt, 0, now)
                 break
-            n = min(self.mss, avail, usable)
+            n = min(mss, avail, usable)
             if n <= 0:
                 break
-            if n < self.mss and n < avail and self.snd_nxt > self.snd_una:
+            if n < mss and n < avail and self.snd_nxt > self.snd_una:
                 break  # sender SWS avoidance: wait for a full segment's worth of window
             self._send_data(self.snd_nxt, n, now)
         if (self.snd_wnd == 0 and self._persist_deadline is None and self.snd_nxt == self.snd_una
