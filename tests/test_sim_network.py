@@ -210,12 +210,24 @@ def test_vertical_handoff_switches_route_and_notifies_at_the_right_times() -> No
     assert (t_detach, t_handoff) == (1.0, 1.5)
     assert handoff.new_cell == g3.id and handoff.old_cell == wlan.id and handoff.new_link_kbps == 384
     assert handoff.path_addr == "10.0.9.1"
-    assert [n.event for _, n in sink.notes] == [Event.DETACH]     # the receiver hears DETACH only
+    assert sink.notes == src.notes                                 # both ends hear every event
     assert f.stats.data_drops.get("no_receiver", 0) > 0
     late = f.stats.throughput_bps(2.0, 4.0)
     assert late == pytest.approx(PAYLOAD * 8 / 0.025, rel=0.05)
     ideal = ideal_bps(net.path_intervals(mh, ch), 0.0, 4.0)
     assert ideal == pytest.approx((1.0 * 10e6 + 2.5 * 384e3) / 4.0)
+
+
+def test_detach_warning_reaches_both_ends_before_the_link_goes() -> None:
+    net, ch, mh, wlan, g3 = handoff_net()
+    net.vertical_handoff(mh, "wlan", "g3", g3, at=1.0, outage=0.2, warn=0.1)
+    src, sink = Source("10.0.0.1", "10.0.9.1", 1), Sink()
+    net.flow("f", ch, src, mh, sink, 4000, 5000)
+    net.run(2.0)
+    assert [(t, n.event) for t, n in src.notes] == [(0.9, Event.DETACH), (1.2, Event.HANDOFF)]
+    assert [(t, n.event) for t, n in sink.notes] == [(0.9, Event.DETACH), (1.2, Event.HANDOFF)]
+    with pytest.raises(ValueError, match="past"):
+        net.detach(mh, "g3", at=2.05, warn=0.1)
 
 
 def test_notify_delay_postpones_notifications() -> None:

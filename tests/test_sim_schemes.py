@@ -160,3 +160,20 @@ def test_two_ucc_flows_get_at_least_one_and_a_half_times_two_newreno_flows_at_1_
         total[scheme] = sum(f.stats.throughput_bps(0.0, 30.0) for f in exp.flows)
     assert total["ucc"] >= 1.5 * total["newreno"]
     assert total["ucc"] < 10e6
+
+
+def test_freeze_with_a_warning_loses_nothing_on_the_old_cell_and_resumes_at_handoff() -> None:
+    """Freeze-TCP needs its zero window to reach the sender before the link goes: 50 ms warning."""
+    exp = vertical_handoff("freeze", warn=0.05)
+    sent = _sent_data(exp)
+    cwnd: list[int] = []
+    exp.net.sim.at(9.9, lambda: cwnd.append(exp.flows[0].sender.cwnd))
+    exp.net.sim.at(10.7, lambda: cwnd.append(exp.flows[0].sender.cwnd))
+    exp.run(12.0)
+    stats = exp.flows[0].stats
+    assert "no_receiver" not in stats.data_drops and "outage" not in stats.data_drops
+    assert not [t for t, _ in sent if 9.96 < t < OUTAGE_END]   # frozen: nothing but probes
+    resume = next(t for t, n in sent if t >= OUTAGE_END and n)
+    assert resume < OUTAGE_END + 0.2                           # the TR-ACKs cross the 3G uplink
+    before, after = cwnd
+    assert after >= before > 30 * 1000                         # with the window it had on WLAN

@@ -17,8 +17,9 @@
 Routes are shortest-hop paths (ties: the link added first), computed when
 the run starts; a handoff re-points the MH's home address at every router
 and base station to the new cell. Notifications (p4handoff.notify) reach
-the flows' endpoints `notify_delay` after the event: HANDOFF, PROBE_UP and
-PROBE_DOWN go to each flow's sender, DETACH to sender and receiver.
+both endpoints of every flow of the MH `notify_delay` after the event
+(each scheme acts on the side it runs on: Freeze-TCP on the MH, the others
+on the correspondent).
 """
 from __future__ import annotations
 
@@ -246,10 +247,32 @@ class Network:
         if probe:
             self._notify(mh, Event.PROBE_UP, iface.coa, self._active_cell_id(mh), cell)
 
-    def detach(self, mh: MobileHost, iface: str, at: float | None = None, notify: bool = True) -> None:
-        """`iface` leaves its cell: DETACH if it carried the home address, else PROBE_DOWN."""
+    def detach(self, mh: MobileHost, iface: str, at: float | None = None, notify: bool = True,
+               warn: float = 0.0) -> None:
+        """`iface` leaves its cell: DETACH if it carried the home address, else PROBE_DOWN.
+
+        With `warn` > 0 the notification goes out that long before the detach
+        (Freeze-TCP's receiver needs its zero window to reach the sender
+        while the MH is still connected)."""
         i = mh.iface(iface)
+        if warn < 0:
+            raise ValueError(f"warn must not be negative, got {warn}")
+        if warn and at is None:
+            raise ValueError("a detach with warning needs its time (at)")
+        if warn and notify:
+            if at - warn < self.sim.now:  # type: ignore[operator]
+                raise ValueError(f"warning at {at - warn} s lies in the past")  # type: ignore[operator]
+            self.sim.at(at - warn, self._warn_detach, mh, i)  # type: ignore[operator]
+            notify = False
         self._when(at, self._detach, mh, i, notify)
+
+    def _warn_detach(self, mh: MobileHost, iface: Interface) -> None:
+        if iface.cell is None:
+            return
+        if mh.active is iface:
+            self._notify(mh, Event.DETACH, mh.addr, iface.cell.id, None)
+        else:
+            self._notify(mh, Event.PROBE_DOWN, iface.coa, self._active_cell_id(mh), iface.cell)
 
     def _detach(self, mh: MobileHost, iface: Interface, notify: bool) -> None:
         was_active = mh.active is iface
@@ -285,11 +308,12 @@ class Network:
             self._notify(mh, Event.HANDOFF, mh.addr, prev.id if prev else 0, cell)
 
     def vertical_handoff(self, mh: MobileHost, from_iface: str, to_iface: str, to_cell: Cell,
-                         at: float, outage: float) -> None:
-        """Leave on `from_iface` at `at`; `outage` seconds later be on `to_iface` in `to_cell`."""
+                         at: float, outage: float, warn: float = 0.0) -> None:
+        """Leave on `from_iface` at `at` (DETACH `warn` s earlier); `outage` s later be on
+        `to_iface` in `to_cell` (HANDOFF)."""
         if outage < 0:
             raise ValueError(f"outage must not be negative, got {outage}")
-        self.detach(mh, from_iface, at=at)
+        self.detach(mh, from_iface, at=at, warn=warn)
         self.attach(mh, to_iface, to_cell, at=at + outage)
         self.handoff(mh, to_iface, at=at + outage)
 
@@ -320,14 +344,11 @@ class Network:
                             int(new_cell.rate_bps // 1000) if new_cell else 0,
                             int(round(new_cell.delay * 1e6)) if new_cell else 0)
         self.notifications.append((self.sim.now, note))
+        when = self.sim.now + self.notify_delay
         for flow in self.flows:
-            if flow.mobile is not mh:
-                continue
-            targets = [(flow.sender, flow.sender_slot)]
-            if event == Event.DETACH:
-                targets.append((flow.receiver, flow.receiver_slot))
-            for host, slot in targets:
-                self.sim.at(self.sim.now + self.notify_delay, host.notify, slot, note)
+            if flow.mobile is mh:
+                self.sim.at(when, flow.sender.notify, flow.sender_slot, note)
+                self.sim.at(when, flow.receiver.notify, flow.receiver_slot, note)
 
     # -- flows --------------------------------------------------------------
     def flow(self, name: str, sender: Host, sender_ep: "Endpoint", receiver: Host, receiver_ep: "Endpoint",

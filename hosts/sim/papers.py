@@ -41,7 +41,7 @@ class Experiment:
 
 def vertical_handoff(scheme: str, *, seed: int = 0, first: tuple[float, float] = WLAN,
                      second: tuple[float, float] = UMTS, switches: Sequence[float] = (10.0,),
-                     outage: float = 0.5, wired_rate: float = 10e6, wired_delay: float = 0.001,
+                     outage: float = 0.5, warn: float = 0.0, wired_rate: float = 10e6, wired_delay: float = 0.001,
                      wired_buffer: int = 50, first_buffer: int = 50, second_buffer: int = 10,
                      mss: int = 1000, window_segments: int = 64, min_rto: float = 1.0,
                      loss: float = 0.0, trace: TraceWriter | None = None) -> Experiment:
@@ -50,7 +50,8 @@ def vertical_handoff(scheme: str, *, seed: int = 0, first: tuple[float, float] =
     The MH starts on `first`; at each time in `switches` it leaves the
     current interface and, `outage` seconds later, is on the other one.
     `second_buffer` is the bottleneck buffer that matters after a switch to
-    a slower cell (packets, drop-tail); `loss` is random loss on both cells.
+    a slower cell (packets, drop-tail); `loss` is random loss on both cells;
+    `warn` sends DETACH that long before each switch (Freeze-TCP).
     """
     net = Network(seed=seed)
     ch = net.host("ch", "10.0.0.1")
@@ -63,7 +64,7 @@ def vertical_handoff(scheme: str, *, seed: int = 0, first: tuple[float, float] =
     current = "if1"
     for t in switches:
         other = "if2" if current == "if1" else "if1"
-        net.vertical_handoff(mh, current, other, cells[other], at=t, outage=outage)
+        net.vertical_handoff(mh, current, other, cells[other], at=t, outage=outage, warn=warn)
         current = other
     config = TcpConfig(mss=mss, window_segments=window_segments, min_rto=min_rto)
     flow = tcp_flow(net, scheme, ch, mh, scheme, config=config, trace=trace)
