@@ -295,3 +295,28 @@ def test_bad_topology_and_timeline_are_refused_clearly() -> None:
     net2.handoff(mh, "g3", at=1.0)                # g3 is never attached
     with pytest.raises(ValueError, match="not attached"):
         net2.run(2.0)
+
+
+def test_single_interface_visits_with_ipf_back_and_forth() -> None:
+    """IPF's visit pattern: one radio moves bs1 → bs2 → bs1; each move flushes the old BS."""
+    net = Network()
+    ch = net.host("ch", "10.0.0.1")
+    gw = net.router("gw")
+    bs1, bs2 = net.base_station("bs1", ipf=True), net.base_station("bs2", ipf=True)
+    net.link(ch, gw, 100e6, 0.001)
+    net.link(gw, bs1, 10e6, 0.001)
+    net.link(gw, bs2, 10e6, 0.001)
+    net.link(bs1, bs2, 10e6, 0.001)
+    c1 = net.cell("c1", bs1, 2e6, 0.003, queue=MRED(300, 100, 200, 0.02, 0.002))
+    c2 = net.cell("c2", bs2, 2e6, 0.003, queue=MRED(300, 100, 200, 0.02, 0.002))
+    mh = net.mobile_host("mh", "10.0.9.1", {"radio": "10.0.1.9"})
+    net.start_in(mh, "radio", c1)
+    net.vertical_handoff(mh, "radio", "radio", c2, at=1.0, outage=0.05)
+    net.vertical_handoff(mh, "radio", "radio", c1, at=2.0, outage=0.05)
+    src, sink = Source("10.0.0.1", "10.0.9.1", 750, gap=0.004), Sink()
+    f = net.flow("f", ch, src, mh, sink, 4000, 5000)
+    net.run(3.5)
+    assert f.stats.data_losses == 0 and len(sink.rows) == 750
+    assert bs1.forwarded > 0 and bs2.forwarded > 0
+    assert [w for _, w in net.timeline if w.startswith("handoff")] == [
+        "handoff mh.radio c1", "handoff mh.radio c2", "handoff mh.radio c1"]

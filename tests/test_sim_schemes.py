@@ -24,6 +24,8 @@ import pytest
 from hosts.sim.measure import TraceWriter
 from hosts.sim.papers import dumbbell, overlap_handoff, vertical_handoff
 
+pytestmark = pytest.mark.slow  # about 15 s of CPU for the module
+
 OUTAGE_END = 10.5
 
 
