@@ -1,0 +1,484 @@
+"""The handoff state machine against the in-memory network (tests/ctl_fakenet.py).
+
+A fake in addition to the BMv2 integration tests, never instead: it checks
+the logic (ordering, buffering, ping-pong, notifications, recovery) with the
+latency ratios of a real switch, quickly and deterministically.
+"""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from controller.intents import Deliver, Forward, Punt, Release, SetRoute, Tunnel
+from controller.mobility import Mobility, MobilityError, Phase
+from controller.network import parse_network
+from controller.registration import ReplyCode
+from p4handoff.notify import Event
+from tests.ctl_fakenet import FakeNet
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "controller" / "examples" / "three-switch.yaml"
+
+
+def raw_example() -> dict:
+    return yaml.safe_load(EXAMPLE.read_text())
+
+
+def with_bs3(raw: dict) -> dict:
+    """Four switches: bs3 peered with the gateway and bs2 only (not with bs1)."""
+    raw = copy.deepcopy(raw)
+    raw["switches"][0]["ports"].append({"number": 4, "role": "peer", "peer": "bs3"})
+    raw["switches"][2]["ports"].append({"number": 4, "role": "peer", "peer": "bs3"})
+    raw["switches"].append({
+        "name": "bs3", "role": "bs", "cell_id": 3, "grpc": "127.0.0.1:50054", "device_id": 0,
+        "address": "192.168.100.4", "mac": "02:00:00:00:00:04",
+        "ports": [{"number": 1, "role": "access"}, {"number": 2, "role": "peer", "peer": "gw"},
+                  {"number": 4, "role": "peer", "peer": "bs2"}]})
+    return raw
+
+
+def make(raw: dict | None = None, buffer: dict | None = None, latency: dict | None = None,
+         **controller) -> tuple[FakeNet, Mobility, list]:
+    raw = copy.deepcopy(raw or raw_example())
+    raw.setdefault("controller", {}).update(controller)
+    if buffer is not None:
+        raw["buffer"] = buffer
+    net = parse_network(raw)
+    logs: list = []
+    mob = Mobility(net, log=lambda e, f: logs.append((e, f)), seed=7)
+    return FakeNet(net, mob, **(latency or {})), mob, logs
+
+
+def stream(f: FakeNet, mh: str, start: float, count: int, gap: float, first: int = 0) -> None:
+    for i in range(count):
+        f.send(mh, first + i, when=start + i * gap)
+
+
+def run_until(f: FakeNet, cond, limit: float, step: float = 0.0001) -> None:
+    """Advance the fake until `cond()` holds (the test acts at that moment)."""
+    while not cond():
+        assert f.now < limit, "condition never reached"
+        f.run(f.now + step)
+
+
+def signalled_handoff(f: FakeNet, mob: Mobility, mh: str, to: str, warn: float = 0.01) -> None:
+    """Detach signalled `warn` s before the link goes (an L2 trigger), then register at `to`."""
+    f.apply(mob.detach(mh, f.now))
+    f.run(f.now + warn)
+    f.location[mh] = None
+    f.register(mh, to)
+
+
+def overtaken(got: list[int]) -> int:
+    """How many packets arrived after a higher-numbered one."""
+    top, n = -1, 0
+    for s in got:
+        if s < top:
+            n += 1
+        top = max(top, s)
+    return n
+
+
+def events(logs: list, mh: str = "mh1") -> list[str]:
+    return [e for e, fields in logs if fields.get("mh") == mh]
+
+
+def test_first_registration_installs_delivery_and_gateway_route():
+    f, mob, logs = make()
+    f.register("mh1", "bs1")
+    f.run(0.05)
+    assert f.tables["bs1"]["10.0.1.1"] == Deliver(1, f.mobility.mhs["mh1"].mac)
+    assert f.tables["gw"]["10.0.1.1"] == Forward("bs1")
+    assert [r.code for r in f.replies] == [ReplyCode.ACCEPTED]
+    assert mob.mhs["mh1"].phase is Phase.ATTACHED and f.notes == []
+    stream(f, "mh1", 0.05, 10, 0.001)
+    f.run(0.2)
+    assert f.seqs("mh1") == list(range(10))
+
+
+def test_handoff_delivers_every_buffered_packet_in_order_priority_marked_over_the_tunnel():
+    f, mob, logs = make()
+    f.register("mh1", "bs1")
+    f.run(0.01)
+    stream(f, "mh1", 0.01, 40, 0.001)          # 0..39 before and during the detach
+    f.run(0.02)
+    f.leave("mh1")                              # controller told at once; link gone at once
+    f.run(0.06)
+    assert mob.mhs["mh1"].phase is Phase.DETACHED
+    buffered = len(mob.pool["mh1"])
+    assert buffered > 0
+    f.register("mh1", "bs2")
+    f.run(1.0)
+    got = f.seqs("mh1")
+    lost = {s for _, s, _ in f.lost}
+    assert got == sorted(got), "reordered"
+    assert sorted(set(got) | lost) == list(range(40))      # nothing vanished
+    # the lost ones are only those already delivered into the old cell after the MH left
+    assert all(reason == "not at bs1:1" for _, _, reason in f.lost)
+    tunnelled = [r for r in f.received["mh1"] if r.via == "tunnel"]
+    assert len(tunnelled) == buffered and all(r.priority for r in tunnelled)
+    st = mob.mhs["mh1"]
+    assert st.phase is Phase.ATTACHED and st.bs == "bs2" and st.handoffs == 1
+    assert f.tables["gw"]["10.0.1.1"] == Forward("bs2")
+    assert "10.0.1.1" not in f.tables["bs1"]               # hold time (500 ms) over
+    assert events(logs) == ["attached", "detached", "notified", "handoff_start", "delivery_installed",
+                            "gateway_diverted", "marker_sent", "flush", "marker_returned", "rerouted",
+                            "notified", "handoff_complete", "hold_expired"]
+
+
+def test_early_detach_warning_loses_nothing_and_stream_stays_in_order():
+    """Detach told to the controller before the radio link goes (an L2 trigger): zero loss."""
+    f, mob, _ = make()
+    f.register("mh1", "bs1")
+    f.run(0.01)
+    stream(f, "mh1", 0.01, 100, 0.005)          # 200 pkt/s: slower than one packet per route write
+    f.run(0.2)
+    f.apply(mob.detach("mh1", f.now))
+    f.run(0.21)                                  # the divert write has landed
+    f.location["mh1"] = None
+    f.run(0.3)
+    f.register("mh1", "bs2")
+    f.run(1.5)
+    got = f.seqs("mh1")
+    assert f.lost == [] and sorted(got) == list(range(100))
+    # only packets punted while the final gateway write was in flight may be overtaken
+    assert overtaken(got) <= mob.mhs["mh1"].late <= 2
+
+
+def test_fast_stream_stragglers_are_counted_and_never_lost():
+    """At 2000 pkt/s packets punted while the final gateway write is in flight arrive late."""
+    f, mob, _ = make()
+    f.register("mh1", "bs1")
+    f.run(0.01)
+    stream(f, "mh1", 0.01, 300, 0.0005)
+    f.run(0.05)
+    f.apply(mob.detach("mh1", f.now))
+    f.run(0.06)
+    f.location["mh1"] = None
+    f.run(0.08)
+    f.register("mh1", "bs2")
+    f.run(1.0)
+    got = f.seqs("mh1")
+    assert f.lost == [] and sorted(got) == list(range(300))
+    late = mob.mhs["mh1"].late
+    assert 0 < overtaken(got) <= late
+
+
+def test_buffer_overflow_drops_oldest_and_counts():
+    f, mob, _ = make(buffer={"per_mh_packets": 10, "total_packets": 100})
+    f.register("mh1", "bs1")
+    f.run(0.01)
+    f.apply(mob.detach("mh1", f.now))
+    f.run(0.02)
+    f.location["mh1"] = None
+    stream(f, "mh1", 0.02, 25, 0.001)
+    f.run(0.1)
+    assert len(mob.pool["mh1"]) == 10 and mob.pool["mh1"].stats.dropped_overflow == 15
+    f.register("mh1", "bs2")
+    f.run(1.0)
+    assert f.seqs("mh1") == list(range(15, 25))     # the newest window, in order
+    assert mob.status()[0]["dropped_overflow"] == 15
+
+
+def test_ping_pong_before_completion_returns_to_old_bs_without_loss():
+    """MH goes bs1 → bs2 and back to bs1 while the gateway's drain marker is still out.
+
+    The detach from bs2 is signalled before the radio link goes (as for bs1), so
+    nothing is delivered into an empty cell; the packets already released to bs2
+    that arrive after it diverts are punted back and released at bs1 first."""
+    f, mob, logs = make()
+    f.register("mh1", "bs1")
+    f.run(0.01)
+    stream(f, "mh1", 0.01, 120, 0.001)
+    f.run(0.03)
+    f.apply(mob.detach("mh1", f.now))
+    f.run(0.04)
+    f.location["mh1"] = None
+    f.run(0.05)
+    f.register("mh1", "bs2")
+    st = mob.mhs["mh1"]
+    run_until(f, lambda: st.phase is Phase.HANDING_OFF, 0.1)   # registration processed
+    assert st.phase is Phase.HANDING_OFF and st.gw_marker is not None
+    f.apply(mob.detach("mh1", f.now))               # leaving bs2 again
+    assert st.path_markers
+    f.run(0.065)
+    f.register("mh1", "bs1")                       # back before the handoff completed
+    f.run(1.0)
+    got = f.seqs("mh1")
+    assert f.lost == []
+    assert sorted(got) == list(range(120)) and overtaken(got) <= st.late
+    assert st.phase is Phase.ATTACHED and st.bs == "bs1"
+    assert f.tables["gw"]["10.0.1.1"] == Forward("bs1")
+    assert f.tables["bs1"]["10.0.1.1"] == Deliver(1, st.mac)
+    assert "10.0.1.1" not in f.tables["bs2"]        # bs2's tunnel back expired after the hold
+    ev = events(logs)
+    assert ev.count("handoff_start") == 2 and ev.count("handoff_complete") == 1
+    assert ("marker_returned", "path") in [(e, fl.get("kind")) for e, fl in logs]
+
+
+def test_leaving_the_new_bs_mid_flush_brings_released_packets_back_in_order():
+    """bs1 → bs2 (flush under way) → the MH leaves bs2 → bs1 again: the packets released to bs2
+    are punted back there, held until the path marker returns, and go first. Links are slow
+    here (5 ms) so the releases are still on their way when bs2 starts diverting."""
+    f, mob, logs = make(latency={"link": 0.005})
+    f.register("mh1", "bs1")
+    f.run(0.01)
+    f.apply(mob.detach("mh1", f.now))
+    f.run(0.02)
+    f.location["mh1"] = None
+    stream(f, "mh1", 0.02, 30, 0.0005)
+    f.run(0.05)
+    f.register("mh1", "bs2", move=False)           # registered at bs2 but already gone again
+    run_until(f, lambda: mob.mhs["mh1"].phase is Phase.HANDING_OFF, 0.1)
+    f.apply(mob.detach("mh1", f.now))
+    f.run(0.1)
+    assert mob.mhs["mh1"].phase is Phase.DETACHED
+    assert "marker_returned" in events(logs)
+    f.register("mh1", "bs1")
+    f.run(1.0)
+    got = f.seqs("mh1")
+    assert got == list(range(30)) and f.lost == []
+
+
+def test_two_handoffs_in_a_row_retarget_the_old_hold_and_fall_back_when_not_peered():
+    f, mob, logs = make(with_bs3(raw_example()), hold_time_ms=300)
+    f.register("mh1", "bs1")
+    f.run(0.01)
+    f.register("mh1", "bs2")                       # make-before-break: no detach first
+    f.run(0.05)
+    assert f.tables["bs1"]["10.0.1.1"] == Tunnel("bs2", True)
+    stream(f, "mh1", 0.05, 50, 0.002)
+    f.run(0.1)
+    signalled_handoff(f, mob, "mh1", "bs3")
+    f.run(0.16)
+    st = mob.mhs["mh1"]
+    assert st.bs == "bs3" and st.phase is Phase.ATTACHED and st.handoffs == 2
+    assert f.tables["bs2"]["10.0.1.1"] == Tunnel("bs3", True)
+    assert "10.0.1.1" not in f.tables["bs1"]        # bs1 is not peered with bs3: hold dropped
+    f.run(1.0)
+    got = f.seqs("mh1")
+    assert sorted(got) == list(range(50)) and f.lost == [] and overtaken(got) <= st.late
+    assert not f.tables["bs2"] and not f.tables["bs1"]
+    notes = [n for h, n in f.notes if h == "ch"]
+    assert [(n.event, n.old_cell, n.new_cell) for n in notes] == [
+        (Event.HANDOFF, 1, 2), (Event.DETACH, 2, 0), (Event.HANDOFF, 2, 3)]
+
+
+def test_registration_at_unknown_bs_or_port_is_rejected_without_effects():
+    f, mob, logs = make()
+    from controller.registration import RegistrationRequest
+    req = RegistrationRequest("10.0.1.1", "10.0.1.1", identification=5)
+    assert mob.registration("gw", 1, "02:aa:00:00:00:01", "10.0.1.1", 434, req, 0.0) == []
+    assert mob.registration("bs9", 1, "02:aa:00:00:00:01", "10.0.1.1", 434, req, 0.0) == []
+    assert mob.registration("bs1", 2, "02:aa:00:00:00:01", "10.0.1.1", 434, req, 0.0) == []   # peer port
+    assert [f["reason"] for e, f in logs if e == "registration_rejected"] == [
+        "not a base station", "not a base station", "not an access port"]
+    assert mob.mhs["mh1"].phase is Phase.UNKNOWN and mob.routes()["bs1"] == {}
+    with pytest.raises(MobilityError, match="not a base station"):
+        mob.move("mh1", "gw", 0.0)
+
+
+def test_registration_for_unknown_mh_is_refused_with_code_129():
+    f, mob, logs = make()
+    from controller.registration import RegistrationRequest
+    req = RegistrationRequest("10.0.1.99", "10.0.1.99", identification=1)
+    fx = mob.registration("bs1", 1, "02:aa:00:00:00:09", "10.0.1.99", 434, req, 0.0)
+    assert len(fx) == 1 and fx[0].code is ReplyCode.ADMIN_PROHIBITED
+    assert all(not t for t in mob.routes().values())
+
+
+def test_stale_identification_is_refused_and_changes_nothing():
+    f, mob, _ = make()
+    f.register("mh1", "bs1", ident=10)
+    f.run(0.01)
+    f.register("mh1", "bs2", ident=10, move=False)
+    f.run(0.1)
+    assert [r.code for r in f.replies] == [ReplyCode.ACCEPTED, ReplyCode.IDENTIFICATION_MISMATCH]
+    assert mob.mhs["mh1"].bs == "bs1"
+
+
+def test_deregistration_detaches_and_notifies_correspondent_and_mh():
+    f, mob, _ = make()
+    f.register("mh1", "bs1")
+    f.run(0.01)
+    f.register("mh1", "bs1", lifetime=0, move=False)
+    f.run(0.05)
+    assert mob.mhs["mh1"].phase is Phase.DETACHED
+    assert f.tables["bs1"]["10.0.1.1"] == Punt()
+    assert [(h, n.event, n.old_cell) for h, n in f.notes] == [("ch", Event.DETACH, 1), ("mh1", Event.DETACH, 1)]
+    # a deregistration from a BS the MH is not at is ignored
+    f.register("mh1", "bs2", lifetime=0, move=False)
+    f.run(0.1)
+    assert mob.mhs["mh1"].phase is Phase.DETACHED and len(f.notes) == 2
+
+
+def test_binding_lifetime_expiry_detaches():
+    f, mob, logs = make()
+    f.register("mh1", "bs1", lifetime=2)
+    f.run(1.9)
+    assert mob.mhs["mh1"].phase is Phase.ATTACHED
+    f.run(2.1)
+    assert mob.mhs["mh1"].phase is Phase.DETACHED
+    assert ("detached", "lifetime") in [(e, fl.get("cause")) for e, fl in logs]
+
+
+def test_operator_commands_validate_their_arguments():
+    f, mob, _ = make()
+    with pytest.raises(MobilityError, match="unknown mobile host"):
+        mob.detach("mh9", 0.0)
+    with pytest.raises(MobilityError, match="never attached"):
+        mob.detach("mh1", 0.0)
+    with pytest.raises(MobilityError, match="MAC of mh1 unknown"):
+        mob.move("mh1", "bs1", 0.0)
+    f.register("mh1", "bs1")
+    f.run(0.01)
+    with pytest.raises(MobilityError, match="not an access port"):
+        mob.move("mh1", "bs2", f.now, port=2)
+    f.apply(mob.move("mh1", "bs2", f.now))
+    f.location["mh1"] = ("bs2", 1)
+    f.run(0.5)
+    assert mob.mhs["mh1"].bs == "bs2" and f.tables["gw"]["10.0.1.1"] == Forward("bs2")
+    f.apply(mob.detach("mh1", f.now))
+    assert mob.detach("mh1", f.now) == []             # idempotent once detached
+
+
+def test_dsbp_probe_path_up_then_handoff_to_the_probed_cell():
+    f, mob, logs = make()
+    f.register("mh1", "bs1")
+    f.run(0.01)
+    f.register("mh1", "bs2", care_of="10.0.12.1", simultaneous=True, move=False)
+    f.run(0.05)
+    assert f.tables["bs2"]["10.0.12.1"] == Deliver(1, mob.mhs["mh1"].mac)
+    assert f.tables["gw"]["10.0.12.1"] == Forward("bs2")
+    up = [n for h, n in f.notes if h == "ch"]
+    assert [(n.event, n.path_addr, n.old_cell, n.new_cell) for n in up] == [(Event.PROBE_UP, "10.0.12.1", 1, 2)]
+    assert mob.status()[0]["probe"] == {"bs": "bs2", "addr": "10.0.12.1"}
+    # handoff to the probed BS: the probe path is folded into the handoff (no PROBE_DOWN)
+    f.leave("mh1")
+    f.run(0.1)
+    f.register("mh1", "bs2")
+    f.run(1.0)
+    assert [n.event for h, n in f.notes if h == "ch"] == [Event.PROBE_UP, Event.DETACH, Event.HANDOFF]
+    assert "10.0.12.1" not in f.tables["bs2"] and "10.0.12.1" not in f.tables["gw"]
+    assert mob.mhs["mh1"].probe is None
+
+
+def test_dsbp_probe_deregistration_and_bad_probe_requests():
+    f, mob, _ = make()
+    f.register("mh1", "bs1")
+    f.run(0.01)
+    f.register("mh1", "bs1", care_of="10.0.11.1", simultaneous=True, move=False)   # serving BS
+    f.register("mh1", "bs2", care_of="10.0.11.1", simultaneous=True, move=False)   # wrong cell's address
+    f.run(0.05)
+    assert [r.code for r in f.replies] == [ReplyCode.ACCEPTED] + [ReplyCode.ADMIN_PROHIBITED] * 2
+    f.register("mh1", "bs2", care_of="10.0.12.1", simultaneous=True, move=False)
+    f.run(0.1)
+    f.register("mh1", "bs2", care_of="10.0.12.1", simultaneous=True, lifetime=0, move=False)
+    f.run(0.2)
+    assert [n.event for h, n in f.notes if h == "ch"] == [Event.PROBE_UP, Event.PROBE_DOWN]
+    assert "10.0.12.1" not in f.tables["bs2"] and "10.0.12.1" not in f.tables["gw"]
+
+
+def test_probe_lifetime_expiry_takes_the_path_down():
+    f, mob, _ = make()
+    f.register("mh1", "bs1")
+    f.run(0.01)
+    f.register("mh1", "bs2", care_of="10.0.12.1", simultaneous=True, lifetime=1, move=False)
+    f.run(1.5)
+    assert [n.event for h, n in f.notes if h == "ch"] == [Event.PROBE_UP, Event.PROBE_DOWN]
+
+
+def many_mobiles(n: int) -> dict:
+    raw = raw_example()
+    raw["mobile_hosts"] = [{"name": f"m{i}", "address": f"10.0.1.{i + 1}", "correspondents": ["ch"]}
+                           for i in range(n)]
+    return raw
+
+
+def test_twenty_mhs_hand_off_at_once_each_complete_and_in_order():
+    f, mob, logs = make(many_mobiles(20), hold_time_ms=100)
+    names = [f"m{i}" for i in range(20)]
+    for name in names:
+        f.register(name, "bs1")
+    run_until(f, lambda: all(mob.mhs[n].phase is Phase.ATTACHED for n in names), 1.0)
+    f.run(f.now + 0.01)                            # last writes landed
+    t0 = f.now
+    for name in names:
+        stream(f, name, t0, 30, 0.004)
+    f.run(t0 + 0.02)
+    for name in names:
+        f.apply(mob.detach(name, f.now))
+    f.run(f.now + 0.1)
+    for name in names:
+        f.location[name] = None
+    f.run(f.now + 0.01)
+    for name in names:
+        f.register(name, "bs2")
+    f.run(f.now + 2.0)
+    assert f.lost == []
+    for name in names:
+        got = f.seqs(name)
+        assert sorted(got) == list(range(30)) and overtaken(got) <= mob.mhs[name].late, name
+        assert mob.mhs[name].bs == "bs2" and mob.mhs[name].phase is Phase.ATTACHED
+    durations = [fl["duration_ms"] for e, fl in logs if e == "handoff_complete"]
+    assert len(durations) == 20
+    assert mob.pool.total == 0
+
+
+def test_global_buffer_bound_is_shared_fairly():
+    f, mob, _ = make(many_mobiles(4), buffer={"per_mh_packets": 40, "total_packets": 40})
+    for i in range(4):
+        f.register(f"m{i}", "bs1")
+    run_until(f, lambda: all(st.phase is Phase.ATTACHED for st in mob.mhs.values()), 1.0)
+    for i in range(4):
+        f.apply(mob.detach(f"m{i}", f.now))
+    f.run(f.now + 0.05)
+    stream(f, "m0", f.now, 60, 0.0005)               # m0 floods first and fills the pool
+    f.run(f.now + 0.06)
+    assert len(mob.pool["m0"]) == 40
+    for i in range(1, 4):
+        stream(f, f"m{i}", f.now, 10, 0.0005)
+    f.run(f.now + 0.2)
+    assert mob.pool.total == 40
+    assert [len(mob.pool[f"m{i}"]) for i in range(4)] == [10, 10, 10, 10]
+    assert mob.pool["m0"].stats.dropped_overflow + mob.pool["m0"].stats.dropped_global == 50
+
+
+def test_recovery_leaves_unmoved_mhs_alone_and_completes_an_interrupted_handoff():
+    f, mob, _ = make(many_mobiles(3))
+    for i in range(3):
+        f.register(f"m{i}", "bs1")
+    run_until(f, lambda: all(st.phase is Phase.ATTACHED for st in mob.mhs.values()), 1.0)
+    f.apply(mob.detach("m1", f.now))                # m1 detached, m2 mid-handoff
+    f.apply(mob.detach("m2", f.now))
+    f.run(f.now + 0.05)
+    fx = mob.move("m2", "bs2", f.now)
+    # the controller dies after the first writes (bs2 delivers, gateway diverts): marker never sent
+    f.apply([e for e in fx if isinstance(e, SetRoute)])
+    f.run(f.now + 0.05)
+    before = {sw: dict(t) for sw, t in f.tables.items()}
+    logs2: list = []
+    fresh = Mobility(f.net, log=lambda e, fl: logs2.append((e, fl)))
+    fx = fresh.recover(before, 1.0)
+    changed = {(e.switch, e.addr) for e in fx if isinstance(e, SetRoute)}
+    assert all(addr != "10.0.1.1" for _, addr in changed)          # m0 untouched
+    assert fresh.mhs["m0"].phase is Phase.ATTACHED and fresh.mhs["m0"].bs == "bs1"
+    assert fresh.mhs["m1"].phase is Phase.DETACHED and fresh.mhs["m1"].anchor == "bs1"
+    assert fresh.mhs["m2"].phase is Phase.ATTACHED and fresh.mhs["m2"].bs == "bs2"
+    assert fresh.routes()["gw"]["10.0.1.3"] == Forward("bs2")
+    assert fresh.routes()["bs1"]["10.0.1.3"] == Tunnel("bs2", True)
+    assert not any(isinstance(e, Release) for e in fx)
+    # recovering again from the result changes nothing: idempotent
+    again = Mobility(f.net).recover(fresh.routes(), 2.0)
+    assert [e for e in again if isinstance(e, SetRoute)] == []
+
+
+def test_recovery_removes_routes_of_an_mh_that_is_nowhere():
+    f, mob, _ = make()
+    stale = {"gw": {"10.0.1.2": Forward("bs2"), "10.0.0.1": Deliver(1, "02:00:00:00:10:01")},
+             "bs1": {"10.0.1.2": Tunnel("bs2", True)}, "bs2": {}}
+    fx = mob.recover(stale, 0.0)
+    assert set((e.switch, e.addr, e.action) for e in fx) == {("gw", "10.0.1.2", None), ("bs1", "10.0.1.2", None)}
+    assert mob.routes()["gw"] == {}                  # the fixed host's route is not mobility's business
