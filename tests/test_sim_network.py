@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hosts.segment import ACK, Segment
-from hosts.sim import MRED, Network, Queue, TraceWriter, ideal_bps, wire_size
+from hosts.sim import MRED, Network, Queue, QueueSampler, TraceWriter, ideal_bps, wire_size
 from p4handoff.notify import Event, Notification
 from p4handoff.wire import DSCP_LE
 
@@ -320,3 +320,20 @@ def test_single_interface_visits_with_ipf_back_and_forth() -> None:
     assert bs1.forwarded > 0 and bs2.forwarded > 0
     assert [w for _, w in net.timeline if w.startswith("handoff")] == [
         "handoff mh.radio c1", "handoff mh.radio c2", "handoff mh.radio c1"]
+
+
+def test_queue_sampler_records_queue_and_average(tmp_path: Path) -> None:
+    red_q = MRED(100, 5, 15, 0.1, 0.2)
+    net, a, b, link = wired(rate=1e6, queue=red_q)
+    sampler = QueueSampler(net.sim, [link], interval=0.01)
+    src = Source("10.0.0.1", "10.0.0.2", 300, gap=0.004)     # twice the link's rate for 1.2 s
+    net.flow("f", a, src, b, Sink(), 4000, 5000)
+    net.run(2.0)
+    rows = [r for r in sampler.rows if r[1] == link.name]
+    assert len(rows) == 201 and rows[0][0] == 0.0
+    assert max(r[2] for r in rows) >= 10 and rows[-1][2] == 0
+    assert 10 < sampler.max_avg(link) < 15 + 1       # held between the thresholds by early drops
+    assert link.drops.get("early", 0) + link.drops.get("forced", 0) > 0
+    sampler.write_csv(tmp_path / "q.csv")
+    lines = (tmp_path / "q.csv").read_text().splitlines()
+    assert lines[0] == "t,link,queue,data,dummy,avg" and len(lines) == len(sampler.rows) + 1

@@ -10,7 +10,6 @@ papers' "bytes received" and UCC's "cumulatively acknowledged bytes".
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
 from bisect import bisect_left, bisect_right
@@ -129,6 +128,8 @@ class QueueSampler:
         self.links = list(links)
         self.interval = interval
         self.rows: list[tuple[float, str, int, int, int, float]] = []
+        self._start = sim.now
+        self._k = 0
         sim.at(sim.now, self._sample)
 
     def _sample(self) -> None:
@@ -136,10 +137,18 @@ class QueueSampler:
         for link in self.links:
             q = link.queue
             self.rows.append((now, link.name, len(q), q.data_len, q.dummy_len, q.avg))
-        self.sim.at(now + self.interval, self._sample)
+        self._k += 1
+        self.sim.at(self._start + self._k * self.interval, self._sample)  # no drift from repeated sums
 
     def max_avg(self, link: "Link", t0: float = 0.0, t1: float = math.inf) -> float:
+        """The highest average seen on `link` in [t0, t1] (IPF: does avg_q_np reach max_th?)."""
         return max((r[5] for r in self.rows if r[1] == link.name and t0 <= r[0] <= t1), default=0.0)
+
+    def write_csv(self, path: str | Path) -> None:
+        with Path(path).open("w", newline="") as fh:
+            w = csv.writer(fh, lineterminator="\n")
+            w.writerow(self.FIELDS)
+            w.writerows(self.rows)
 
 
 def ideal_bps(intervals: Iterable[tuple[float, float, float]], t0: float, t1: float) -> float:
@@ -191,11 +200,3 @@ class TraceWriter:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-
-def rows_to_csv(fields: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    """CSV text of some rows (queue samples, counters) with a header line."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(fields)
-    w.writerows(rows)
-    return buf.getvalue()

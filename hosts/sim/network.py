@@ -387,10 +387,10 @@ class Network:
         if progress is not None:
             if step <= 0:
                 raise ValueError(f"progress step must be positive, got {step}")
-            t = math.floor(self.sim.now / step) * step + step
-            while t < until:
-                self.sim.at(t, progress, t)
-                t += step
+            k = math.floor(self.sim.now / step) + 1
+            while k * step < until:
+                self.sim.at(k * step, progress, k * step)
+                k += 1
         self.sim.run(until)
 
     # -- results ------------------------------------------------------------
