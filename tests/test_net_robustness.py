@@ -63,13 +63,14 @@ class Tap:
         newest = None
         while time.monotonic() < deadline:
             select.select([self.rx], [], [], 0.2)
-            for r in self.rx.receive(1024):
-                try:
-                    seg = decode(r.packet)
-                except MalformedSegment:
-                    continue  # one of ours
-                if seg.payload and seg.sport == SPORT:
-                    newest = seg
+            while batch := self.rx.receive(1024):  # drain: only the newest segment tells RCV.NXT
+                for r in batch:
+                    try:
+                        seg = decode(r.packet)
+                    except MalformedSegment:
+                        continue  # one of ours
+                    if seg.payload and seg.sport == SPORT:
+                        newest = seg
             if newest is not None:
                 return newest
         raise AssertionError("no data segment seen")
@@ -93,7 +94,7 @@ def test_malformed_and_out_of_window_segments_do_not_hurt_the_connection(tmp_pat
         receiver = OurReceiver(path, "--out", str(out), "--time-wait", "0.2", "--notify-port", "0",
                                "--trace", str(tmp_path / "recv.jsonl"))
         tap = Tap(path.b)
-        watch = RstWatch(path.a)
+        watch = RstWatch(path)
         proc = start_sender(path, "--data", str(src), "--notify-port", "0", "--trace", str(tmp_path / "send.jsonl"))
         to_rcv = Injector(path.a, path.link.dev_a, mac_of(path.b, path.link.dev_b))
         to_snd = Injector(path.b, path.link.dev_b, mac_of(path.a, path.link.dev_a))
@@ -182,7 +183,7 @@ def test_receiver_answers_strays_like_a_closed_port_and_keeps_listening(tmp_path
     with netns.Lab("cls") as lab:
         path = make_path(lab)
         receiver = OurReceiver(path, "--time-wait", "0.2", "--notify-port", "0")
-        watch = RstWatch(path.a)
+        watch = RstWatch(path)
         inject = Injector(path.a, path.link.dev_a, mac_of(path.b, path.link.dev_b))
         inject.send(bytes(IP(src=SENDER, dst=RECEIVER) / TCP(sport=SPORT, dport=DPORT, seq=1, ack=777, flags="A")))
         resets = watch.resets()

@@ -77,7 +77,7 @@ def test_freeze_receiver_stops_the_sender_on_detach_and_resumes_it_on_handoff(tm
         path.a.rate_limit(path.link.dev_a, 10_000)
         receiver = OurReceiver(path, "--scheme", "freeze", "--notify-port", str(NOTIFY), "--time-wait", "0.2",
                                "--trace", str(tmp_path / "recv.jsonl"))
-        watch = RstWatch(path.a)
+        watch = RstWatch(path)
         proc = start_sender(path, "--scheme", "freeze", "--bytes", "3M", "--notify-port", "0",
                             "--trace", str(tmp_path / "send.jsonl"))
         wait_for_data(path.b)

@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from hosts.net.rawio import ETH_P_IP, attach_filter
+from hosts.net.rawio import ETH_P_IP, SOL_PACKET, attach_filter
 from p4handoff import netns
 
-ETH_P_ALL = 0x0003
 ROOT = Path(__file__).resolve().parent.parent
 SENDER, RECEIVER = "10.0.9.1", "10.0.9.2"
 CLI_TIMEOUT = 60.0
@@ -120,41 +119,48 @@ class LinuxSink:
 
 
 class RstWatch:
-    """Counts every TCP segment with RST set on the namespace's interfaces, both directions.
+    """Counts every TCP segment with RST set that crosses the path, in either direction.
 
-    A classic-BPF filter keeps everything else out, so a busy transfer cannot
-    crowd a RST out of the socket buffer. The socket is ETH_P_ALL: only
-    those taps see outgoing packets (the namespace's own kernel RSTs).
+    One capture socket per end, each seeing what arrives there (an
+    ETH_P_IP packet socket only sees incoming packets), so every packet on
+    the link is counted exactly once, however it was sent (kernel, raw
+    socket, qdisc-bypassing injector). A classic-BPF filter keeps
+    everything else out, so a busy transfer cannot crowd a RST out of the
+    socket buffer.
     """
 
     PROGRAM = [
-        (0x28, 0, 0, 0xFFFFF000), (0x15, 0, 6, ETH_P_IP),  # ld skb->protocol; jeq IPv4 else drop
         (0x30, 0, 0, 9), (0x15, 0, 4, 6),        # ldb [9]; jeq TCP else drop
         (0xB1, 0, 0, 0), (0x50, 0, 0, 13),       # ldx IP header length; ldb [x+13] (TCP flags)
         (0x45, 0, 1, 0x04),                      # jset RST else drop
         (0x06, 0, 0, 0xFFFF), (0x06, 0, 0, 0),
     ]
 
-    def __init__(self, ns: netns.Namespace) -> None:
-        self.sock = ns.call(lambda: socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(ETH_P_ALL)))
-        attach_filter(self.sock, self.PROGRAM)
-        self.sock.setblocking(False)
+    def __init__(self, path: "Path2") -> None:
+        self.socks = [ns.call(lambda: socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(ETH_P_IP)))
+                      for ns in (path.a, path.b)]
+        for sock in self.socks:
+            attach_filter(sock, self.PROGRAM)
+            sock.setblocking(False)
         self._drain()  # whatever slipped in before the filter
 
     def _drain(self) -> list[bytes]:
         got = []
-        while True:
-            try:
-                got.append(self.sock.recv(65535))
-            except BlockingIOError:
-                return got
+        for sock in self.socks:
+            while True:
+                try:
+                    got.append(sock.recv(65535))
+                except BlockingIOError:
+                    break
+        return got
 
     def resets(self) -> list[bytes]:
         time.sleep(0.2)
         return self._drain()
 
     def close(self) -> None:
-        self.sock.close()
+        for sock in self.socks:
+            sock.close()
 
 
 def sha256(data: bytes) -> str:
@@ -167,10 +173,18 @@ def mac_of(ns: netns.Namespace, dev: str) -> bytes:
 
 
 class Injector:
-    """Puts arbitrary IPv4 packets (even malformed ones) on a veth, addressed to the peer's MAC."""
+    """Puts arbitrary IPv4 packets (even malformed ones) on a veth, addressed to the peer's MAC.
+
+    They bypass the interface's qdisc: an injected segment must not wait
+    behind a rate limiter's queue, or the sequence numbers it was built from
+    are stale when it arrives.
+    """
+
+    PACKET_QDISC_BYPASS = 20
 
     def __init__(self, ns: netns.Namespace, dev: str, peer_mac: bytes) -> None:
         self.sock = ns.call(lambda: socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, 0))
+        self.sock.setsockopt(SOL_PACKET, self.PACKET_QDISC_BYPASS, 1)
         self.dev, self.mac = dev, peer_mac
 
     def send(self, packet: bytes) -> None:
@@ -188,7 +202,7 @@ pytestmark = needs_netns
 def test_rst_watch_sees_the_kernel_refusing_a_connection_and_the_sink_gets_kernel_data():
     with netns.Lab("sup") as lab:
         path = make_path(lab)
-        watch = RstWatch(path.a)
+        watch = RstWatch(path)
         client = path.a.socket()
         client.settimeout(5)
         try:

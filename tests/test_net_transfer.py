@@ -41,7 +41,7 @@ def test_our_sender_to_unmodified_linux_receiver(scheme, payload):
     with netns.Lab("xl") as lab:
         path = make_path(lab)
         sink = LinuxSink(path)
-        watch = RstWatch(path.a)
+        watch = RstWatch(path)
         report = sender(path, "--scheme", scheme, "--data", file)
         assert sink.result() == data
         assert report["bytes"] == str(SIZE) and report["sha256"] == sha256(data)
@@ -57,7 +57,7 @@ def test_our_sender_to_our_receiver(scheme, payload, tmp_path):
         path = make_path(lab)
         receiver = OurReceiver(path, "--scheme", scheme, "--out", str(out), "--time-wait", "0.2",
                                "--notify-port", "0")
-        watch = RstWatch(path.a)
+        watch = RstWatch(path)
         sent = sender(path, "--scheme", scheme, "--data", file)
         got = receiver.finish()
         assert out.read_bytes() == data
