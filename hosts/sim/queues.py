@@ -78,19 +78,10 @@ class Queue:
                 return self._drop(pkt, "dummy")
             self._dummy.append(pkt)
             return True
-        if not self._admit(pkt, now):
-            return False
         if len(self._data) >= self.limit:
             return self._drop(pkt, "overflow")
         self._data.append(pkt)
-        self._admitted(pkt)
         return True
-
-    def _admit(self, pkt: Packet, now: float) -> bool:
-        return True
-
-    def _admitted(self, pkt: Packet) -> None:
-        pass
 
     def dequeue(self, now: float) -> Packet | None:
         """The next packet to transmit (data before dummies), or None."""
@@ -157,9 +148,17 @@ class RED(Queue):
     def _counts(self, pkt: Packet) -> bool:
         return not (self.priority_aware and pkt.klass == PRIORITY)
 
+    def enqueue(self, pkt: Packet, now: float) -> bool:
+        counted = pkt.klass != DUMMY and self._counts(pkt)
+        if counted and not self._admit(pkt, now):
+            return False
+        if not super().enqueue(pkt, now):
+            return False
+        if counted:
+            self.counted += 1
+        return True
+
     def _admit(self, pkt: Packet, now: float) -> bool:
-        if not self._counts(pkt):
-            return True
         w = self.w_q
         if self.counted:
             avg = self.avg = (1.0 - w) * self.avg + w * self.counted
@@ -181,10 +180,6 @@ class RED(Queue):
         else:
             self.count = -1
         return True
-
-    def _admitted(self, pkt: Packet) -> None:
-        if self._counts(pkt):
-            self.counted += 1
 
     def dequeue(self, now: float) -> Packet | None:
         pkt = super().dequeue(now)
