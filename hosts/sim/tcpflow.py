@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hosts.sim.measure import TraceWriter
+from hosts.sim.measure import FlowStats, TraceWriter
 from hosts.sim.network import Flow, Network
 from hosts.sim.nodes import Host
 from hosts.tcp import TcpConfig, TcpConnection
@@ -54,7 +54,7 @@ class TcpFlow:
     received: ByteCounter
 
     @property
-    def stats(self):  # noqa: ANN201 - FlowStats, re-exported for convenience
+    def stats(self) -> FlowStats:
         return self.flow.stats
 
 
