@@ -523,7 +523,10 @@ class TcpConnection:
         seq = unwrap(seg.seq, self.rcv_nxt)
         wnd = self._rcv_window()
         if flags & RST:
-            # RFC 5961 3.2: only an exact RCV.NXT match resets; other in-window RSTs get a challenge ACK
+            # RFC 5961 3.2: only an exact RCV.NXT match resets; other in-window RSTs get a challenge ACK.
+            # RFC 1337: TIME-WAIT ignores RSTs (the transfer is complete; the peer may be gone).
+            if self.state is State.TIME_WAIT:
+                return
             if seq == self.rcv_nxt:
                 if self.state is State.SYN_RECEIVED and self._passive:
                     self._back_to_listen(now)
