@@ -190,6 +190,19 @@ class Mobility:
         fx += self._attach(st, switch, port, src_mac, now, "registration")
         return reply(ReplyCode.ACCEPTED, req.lifetime)
 
+    def malformed_registration(self, switch: str, port: int, src_mac: str, src_addr: str, src_port: int,
+                               reason: str) -> list[Effect]:
+        """A UDP/434 datagram from an access port that is not a valid request: answer 134, change nothing."""
+        sw = self.net.switch(switch)
+        where = {"switch": switch, "port": port, "src": src_addr, "reason": reason}
+        p = sw.port(port) if sw is not None else None
+        if p is None or p.role != PORT_ACCESS:
+            self.log("registration_rejected", where)
+            return []
+        self.log("registration_rejected", {**where, "code": int(ReplyCode.POORLY_FORMED)})
+        payload = RegistrationReply(ReplyCode.POORLY_FORMED, "0.0.0.0", self.net.gateway.address, 0, 0).encode()
+        return [Reply(switch, port, src_mac, src_addr, src_port, ReplyCode.POORLY_FORMED, payload)]
+
     def move(self, name: str, bs: str, now: float, port: int | None = None) -> list[Effect]:
         """Operator handoff (`ctl handoff MH --to BS`): as if the MH had registered at `bs`."""
         st = self.state(name)

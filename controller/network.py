@@ -55,7 +55,8 @@ class AqmConfig:
     max_th: int = 0
     max_p: float = 0.0
     w_q_shift: int = 9
-    dummy_threshold: int = 0   # DSBP: occupancy above which dummies are dropped first (0 = limit/2)
+    dummy_threshold: int = 32  # DSBP: total occupancy from which dummies are refused (default limit/2)
+    mean_pkt_time_us: float | None = None   # RED idle correction: transmission time of a typical packet
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,7 @@ class FixedHost:
     mac: str
     switch: str
     port: int
+    gateway: str | None = None       # the host's default gateway address: its switch answers ARP for it
 
 
 @dataclass(frozen=True)
@@ -487,7 +489,8 @@ class _Validator:
         return out if ok else None
 
     def aqm(self, raw: Any, path: str) -> AqmConfig | None:
-        d = self.mapping(raw, path, {"mode", "limit", "min_th", "max_th", "max_p", "w_q", "dummy_threshold"})
+        d = self.mapping(raw, path, {"mode", "limit", "min_th", "max_th", "max_p", "w_q", "dummy_threshold",
+                                     "mean_pkt_time_us"})
         if d is None:
             return None
         mode = d.get("mode", "drop-tail")
@@ -495,12 +498,18 @@ class _Validator:
             self.err(f"{path}.mode", f"must be one of {', '.join(AQM_MODES)}; got {mode!r}")
             return None
         limit = self.integer(d.get("limit", 64), f"{path}.limit", 1, MAX_QUEUE_LIMIT)
-        dummy = self.integer(d.get("dummy_threshold", 0), f"{path}.dummy_threshold", 0, MAX_QUEUE_LIMIT)
+        dummy = self.integer(d.get("dummy_threshold", (limit or 2) // 2), f"{path}.dummy_threshold",
+                             0, MAX_QUEUE_LIMIT)
         if limit is not None and dummy is not None and dummy > limit:
             self.err(f"{path}.dummy_threshold", f"{dummy} exceeds the queue limit {limit}")
             dummy = None
+        pkt_time = None
+        if "mean_pkt_time_us" in d:
+            pkt_time = self.number(d["mean_pkt_time_us"], f"{path}.mean_pkt_time_us", 0.0, 1e9, lo_open=True)
+            if pkt_time is None:
+                return None
         if mode == "drop-tail":
-            for key in ("min_th", "max_th", "max_p", "w_q"):
+            for key in ("min_th", "max_th", "max_p", "w_q", "mean_pkt_time_us"):
                 if key in d:
                     self.err(f"{path}.{key}", "RED parameter given for a drop-tail port")
             if limit is None or dummy is None:
@@ -521,7 +530,7 @@ class _Validator:
             return None
         if None in (limit, min_th, max_th, max_p, shift, dummy):
             return None
-        return AqmConfig(mode, limit, min_th, max_th, max_p, shift, dummy)
+        return AqmConfig(mode, limit, min_th, max_th, max_p, shift, dummy, pkt_time)
 
     def w_q(self, value: Any, path: str) -> int | None:
         """w_q must be 2**-k (shift-only EWMA, Tofino-portable); return k."""
@@ -569,7 +578,7 @@ class _Validator:
         out = []
         for i, item in enumerate(items):
             p = f"{path}[{i}]"
-            d = self.mapping(item, p, {"name", "address", "mac", "switch", "port"},
+            d = self.mapping(item, p, {"name", "address", "mac", "switch", "port", "gateway"},
                              {"name", "address", "mac", "switch", "port"})
             if d is None or not {"name", "address", "mac", "switch", "port"} <= set(d):
                 continue
@@ -577,6 +586,8 @@ class _Validator:
             addr = self.ipv4(d["address"], f"{p}.address")
             mac = self.mac(d["mac"], f"{p}.mac")
             port = self.integer(d["port"], f"{p}.port", 0, MAX_PORT)
+            gateway = self.ipv4(d["gateway"], f"{p}.gateway") if "gateway" in d else None
+            bad_gw = "gateway" in d and gateway is None
             sw = by_name.get(d["switch"])
             if d["switch"] not in self.declared_switches:
                 self.err(f"{p}.switch", f"unknown switch {d['switch']!r}")
@@ -590,8 +601,8 @@ class _Validator:
                 elif sp.role == PORT_PEER:
                     self.err(f"{p}.port", f"port {port} of {sw.name!r} is a peer port (hosts attach to core or access ports)")
                     port = None
-            if None not in (name, addr, mac, port, sw):
-                out.append(FixedHost(name, addr, mac, sw.name, port))
+            if None not in (name, addr, mac, port, sw) and not bad_gw:
+                out.append(FixedHost(name, addr, mac, sw.name, port, gateway))
         self.unique([(f"{path}[{i}].name", d.get("name")) for i, d in enumerate(items) if isinstance(d, dict)
                      and isinstance(d.get("name"), str)], "host name")
         return out
@@ -662,6 +673,8 @@ class _Validator:
         items: list[tuple[str, str]] = []
         items += [(f"switch {s.name}.address", s.address) for s in switches]
         items += [(f"fixed host {h.name}.address", h.address) for h in fixed]
+        gateways = {h.gateway: h.name for h in fixed if h.gateway}
+        items += [(f"fixed host {name}.gateway", addr) for addr, name in gateways.items()]
         for m in mobiles:
             items.append((f"mobile host {m.name}.address", m.address))
             items += [(f"mobile host {m.name}.cell_addresses.{bs}", a) for bs, a in m.cell_addresses]

@@ -35,6 +35,8 @@ def test_example_loads_with_derived_fields():
     assert net.mobile("mh2").correspondents == ("ch",)       # default: every fixed host
     aqm = net.switch("bs1").port(1).aqm
     assert (aqm.mode, aqm.min_th, aqm.max_th, aqm.w_q_shift) == ("mred", 100, 200, 9)
+    assert (aqm.limit, aqm.dummy_threshold, aqm.mean_pkt_time_us) == (300, 150, 2048)   # dummies: limit/2
+    assert net.fixed("ch").gateway == "10.0.0.254"
     assert net.peered("bs1", "bs2") and net.peered("gw", "bs2") and not net.peered("bs1", "ch")
     # pipeline paths are resolved against the description's directory
     assert Path(net.controller.p4info).is_absolute()
@@ -114,6 +116,12 @@ def test_message_lists_every_error_on_its_own_line(tmp_path):
     (lambda r: r["switches"][1]["ports"][0].update(aqm={"limit": 10, "dummy_threshold": 11}),
      "switches[1].ports[0].aqm.dummy_threshold", "exceeds the queue limit"),
     (lambda r: r["fixed_hosts"][0].update(switch="core9"), "fixed_hosts[0].switch", "unknown switch"),
+    (lambda r: r["fixed_hosts"][0].update(gateway="10.0.0.1"), "fixed host ch.gateway", "duplicate address"),
+    (lambda r: r["fixed_hosts"][0].update(gateway="gw"), "fixed_hosts[0].gateway", "IPv4 address"),
+    (lambda r: r["switches"][1]["ports"][0]["aqm"].update(mean_pkt_time_us=0), "switches[1].ports[0].aqm.mean_pkt_time_us",
+     "out of range"),
+    (lambda r: r["switches"][1]["ports"][0].update(aqm={"mode": "drop-tail", "mean_pkt_time_us": 5}),
+     "switches[1].ports[0].aqm.mean_pkt_time_us", "drop-tail"),
     (lambda r: r["fixed_hosts"][0].update(port=9), "fixed_hosts[0].port", "has no port 9"),
     (lambda r: r["fixed_hosts"][0].update(port=2), "fixed_hosts[0].port", "is a peer port"),
     (lambda r: r["mobile_hosts"][1].update(address="10.0.1.1"), "mobile host mh2.address", "duplicate address"),

@@ -1,0 +1,440 @@
+"""The handoff controller daemon: one thread that owns the model and the switches' state.
+
+Sessions (their own threads) post connection changes and packet-ins; the
+control socket (its own thread) posts operator requests; everything is
+handled here, in arrival order, on one thread. Effects of the mobility state
+machine are applied in order: consecutive route changes on one switch go in
+one Write, and a Write returns only once the switch applied it, so a packet
+sent after it (a drain marker, a buffer release) already meets the new route.
+
+Start-up / controller restart: connect to every switch (bounded wait); a
+switch that already runs our pipeline keeps it and its entries, which are
+read back and turned into the MHs' state (`Mobility.recover`); then each
+switch is reconciled against the model — for MHs that did not move this
+writes nothing. A switch that comes back later (restart, dropped stream) is
+re-pushed if needed and reconciled the same way.
+"""
+from __future__ import annotations
+
+import json
+import queue
+import struct
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Callable
+
+from controller.control import ControlRequest, ControlServer
+from controller.intents import Effect, SetRoute
+from controller.mobility import Mobility, MobilityError
+from controller.network import PORT_ACCESS, Network
+from controller.p4runtime import P4RuntimeClient, P4RuntimeError, TableEntry, UpdateType
+from controller.packets import PacketError, parse_ipv4, parse_udp, split_ethernet
+from controller.programmer import Programmer
+from controller.registration import RegistrationError, RegistrationRequest
+from controller.session import Connected, Lost, PacketInEvent, SwitchSession, expected_cookie
+from controller.switch_state import SwitchState, diff
+from controller.transmit import Transmitter
+from p4handoff.wire import UDP_PORT_MIP_REGISTRATION, load_constants
+
+_C = load_constants()
+REASON_BUFFER, REASON_REGISTRATION, REASON_TELEMETRY = (
+    _C["PUNT_REASON_BUFFER"], _C["PUNT_REASON_REGISTRATION"], _C["PUNT_REASON_TELEMETRY"])
+AQM_CLASS_STRIDE = _C["AQM_CLASS_STRIDE"]
+AVG_FRAC_BITS = _C["AVG_FRAC_BITS"]
+CLASSES = {"np": _C["AQM_CLASS_NP"], "prio": _C["AQM_CLASS_PRIO"], "dummy": _C["AQM_CLASS_DUMMY"]}
+_TELEMETRY = struct.Struct("!HBBIIIII")      # docs/wire-contract.md, "telemetry" (24 bytes)
+AQM_MODE_NAMES = {_C["AQM_MODE_DROPTAIL"]: "drop-tail", _C["AQM_MODE_RED"]: "red", _C["AQM_MODE_MRED"]: "mred",
+                  255: "none"}
+PORT_COUNTERS = ("aqm_enqueued", "aqm_dequeued", "aqm_red_dropped", "aqm_overflow_dropped", "aqm_dummy_dropped")
+WRITE_CHUNK = 1000
+STATUS_TIMEOUT = 1.0
+
+
+class JsonLog:
+    """JSON lines, one per event, each with a wall-clock timestamp; thread-safe."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+        self._lock = threading.Lock()
+
+    def __call__(self, event: str, fields: dict[str, Any]) -> None:
+        line = json.dumps({"ts": round(time.time(), 6), "event": event, **fields}, default=str)
+        with self._lock:
+            self.out.write(line + "\n")
+            self.out.flush()
+
+
+@dataclass
+class _PendingStatus:
+    request: ControlRequest
+    deadline: float
+    body: dict[str, Any]
+    waiting: set[tuple[str, int]] = field(default_factory=set)
+
+
+class Daemon:
+    def __init__(self, net: Network, log: Callable[[str, dict[str, Any]], None] | None = None,
+                 socket_path: str | None = None, startup_timeout: float = 10.0) -> None:
+        self.net = net
+        self.log = log or JsonLog(sys.stderr)
+        self.socket_path = socket_path or net.controller.socket
+        self.startup_timeout = startup_timeout
+        self.events: queue.Queue[object] = queue.Queue()
+        self.mobility = Mobility(net, self.log)
+        self.programmer = Programmer(net)
+        self.transmitter = Transmitter(net)
+        eid = net.controller.election_id
+        self.sessions = {s.name: SwitchSession(s, (eid >> 64, eid & (2**64 - 1)), self.events.put)
+                         for s in net.switches}
+        self.states: dict[str, SwitchState | None] = {s.name: None for s in net.switches}
+        self.counters = {"packet_in": 0, "packet_out": 0, "writes": 0, "write_errors": 0, "dropped_effects": 0,
+                         "registrations": 0, "other_punts": 0}
+        self._pending_status: _PendingStatus | None = None
+        self._stop = threading.Event()
+        self.server: ControlServer | None = None
+        self.cookie = 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def run(self) -> None:
+        """Start everything, serve until `stop()`; raises OSError/ValueError on unusable inputs."""
+        c = self.net.controller
+        for path in (c.p4info, c.device_config):
+            if not Path(path).is_file():
+                raise FileNotFoundError(f"pipeline file {path} not found (run 'make build')")
+        self.cookie = expected_cookie(c.p4info, c.device_config)
+        self.server = ControlServer(self.socket_path, self.events.put)
+        self.server.start()
+        self.log("controller_start", {"switches": [s.name for s in self.net.switches], "socket": self.socket_path,
+                                      "mobile_hosts": len(self.net.mobile_hosts)})
+        try:
+            self._startup()
+            while not self._stop.is_set():
+                self._step()
+        finally:
+            self.server.stop()
+            for s in self.sessions.values():
+                s.stop()
+            self.log("controller_stop", {})
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.events.put(None)
+
+    def _startup(self) -> None:
+        """Connect to all switches (bounded wait), rebuild MH state from what they hold, reconcile."""
+        for s in self.sessions.values():
+            s.start()
+        deadline = time.monotonic() + self.startup_timeout
+        read_back: dict[str, list[TableEntry]] = {}
+        deferred: list[object] = []
+        while len(read_back) < len(self.sessions) and not self._stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                ev = self.events.get(timeout=left)
+            except queue.Empty:
+                break
+            if isinstance(ev, Connected):
+                entries = self._attach_client(ev)
+                if entries is not None:
+                    read_back[ev.switch] = entries
+            elif isinstance(ev, Lost):
+                self._on_lost(ev)
+            elif ev is not None:
+                deferred.append(ev)       # packet-ins and requests wait for the model
+        routes: dict[str, dict] = {}
+        for name, entries in read_back.items():
+            decoded = (self.programmer.decode_route(name, e) for e in entries)
+            routes[name] = dict(d for d in decoded if d is not None)
+        self._apply(self.mobility.recover(routes, time.monotonic()))
+        for name in read_back:
+            self._reconcile(name, read_back[name])
+        missing = sorted(set(self.sessions) - set(read_back))
+        self.log("startup_done", {"connected": sorted(read_back), "waiting_for": missing})
+        for ev in deferred:
+            self.events.put(ev)
+
+    # ------------------------------------------------------------------ the loop
+
+    def _step(self) -> None:
+        now = time.monotonic()
+        deadline = self.mobility.next_deadline()
+        timeout = 0.5 if deadline is None else min(0.5, max(0.0, deadline - now))
+        if self._pending_status is not None:
+            timeout = min(timeout, max(0.0, self._pending_status.deadline - now))
+        try:
+            ev = self.events.get(timeout=timeout)
+        except queue.Empty:
+            ev = None
+        if isinstance(ev, PacketInEvent):
+            self._on_packet_in(ev)
+        elif isinstance(ev, Connected):
+            entries = self._attach_client(ev)
+            if entries is not None:
+                self._reconcile(ev.switch, entries)
+        elif isinstance(ev, Lost):
+            self._on_lost(ev)
+        elif isinstance(ev, ControlRequest):
+            self._on_request(ev)
+        now = time.monotonic()
+        deadline = self.mobility.next_deadline()
+        if deadline is not None and deadline <= now:
+            self._apply(self.mobility.on_time(now))
+        if self._pending_status is not None and (now >= self._pending_status.deadline
+                                                 or not self._pending_status.waiting):
+            self._finish_status()
+
+    # ------------------------------------------------------------------ switches
+
+    def _attach_client(self, ev: Connected) -> list[TableEntry] | None:
+        """Keep or push the pipeline; return what the switch holds now (None if it failed again)."""
+        session = self.sessions[ev.switch]
+        client = ev.client
+        try:
+            cookie = client.fetch_pipeline()
+            kept = cookie == self.cookie
+            if not kept:
+                client.set_pipeline(self.net.controller.p4info, self.net.controller.device_config)
+                session.pipeline_pushes += 1
+            entries = client.read_table() if kept else []
+        except (P4RuntimeError, OSError, ValueError) as exc:
+            session.last_error = str(exc).splitlines()[0]
+            self.log("switch_error", {"switch": ev.switch, "during": "attach", "error": session.last_error})
+            client.close()
+            session.reconnect()
+            return None
+        session.client = client
+        session.state = "up"
+        self.log("switch_up", {"switch": ev.switch, "pipeline": "kept" if kept else "pushed",
+                               "entries_read": len(entries), "connects": session.connects})
+        return entries
+
+    def _on_lost(self, ev: Lost) -> None:
+        session = self.sessions[ev.switch]
+        self.states[ev.switch] = None
+        session.last_error = ev.reason
+        self.log("switch_down", {"switch": ev.switch, "reason": ev.reason})
+        session.reconnect()
+
+    def _desired(self, name: str) -> list[TableEntry]:
+        entries = self.programmer.static_entries(name)
+        entries += [self.programmer.route_entry(name, addr, action)
+                    for addr, action in sorted(self.mobility.routes()[name].items())]
+        return entries
+
+    def _reconcile(self, name: str, actual: list[TableEntry]) -> None:
+        """Bring the switch to the model with the fewest writes; its view is the model afterwards."""
+        client = self.sessions[name].client
+        if client is None:
+            return
+        desired = self._desired(name)
+        plan = diff(desired, actual)
+        updates = plan.updates()
+        try:
+            for i in range(0, len(updates), WRITE_CHUNK):
+                client.write(updates[i:i + WRITE_CHUNK])
+            cfg = self.programmer.ipf_config()
+            client.set_default(cfg.table, cfg.action, **cfg.params)
+        except P4RuntimeError as exc:
+            self.counters["write_errors"] += 1
+            self.log("switch_error", {"switch": name, "during": "reconcile", "error": str(exc).splitlines()[0]})
+            self.states[name] = None
+            return
+        self.counters["writes"] += len(updates)
+        self.states[name] = SwitchState(desired)
+        self.log("reconciled", {"switch": name, "inserted": len(plan.inserts), "modified": len(plan.modifies),
+                                "deleted": len(plan.deletes), "entries": len(desired)})
+
+    # ------------------------------------------------------------------ effects
+
+    def _apply(self, effects: list[Effect]) -> None:
+        batch: list[SetRoute] = []
+        for e in effects:
+            if isinstance(e, SetRoute):
+                if batch and batch[0].switch != e.switch:
+                    self._write_routes(batch)
+                    batch = []
+                batch.append(e)
+                continue
+            if batch:
+                self._write_routes(batch)
+                batch = []
+            self._send(e)
+        if batch:
+            self._write_routes(batch)
+
+    def _write_routes(self, batch: list[SetRoute]) -> None:
+        name = batch[0].switch
+        state, client = self.states[name], self.sessions[name].client
+        if state is None or client is None:
+            self.counters["dropped_effects"] += len(batch)      # the switch gets the model when it is back
+            return
+        updates = []
+        for e in batch:
+            probe = self.programmer.route_key(e.addr)
+            entry = None if e.action is None else self.programmer.route_entry(name, e.addr, e.action)
+            update = state.update_for(entry, probe)
+            if update is not None:
+                updates.append(update)
+        if not updates:
+            return
+        try:
+            client.write(updates)
+        except P4RuntimeError as exc:
+            self.counters["write_errors"] += 1
+            self.log("switch_error", {"switch": name, "during": "route write", "error": str(exc).splitlines()[0]})
+            self.states[name] = None        # unknown now: reconciled in full when it comes back
+            return
+        state.applied(updates)
+        self.counters["writes"] += len(updates)
+
+    def _send(self, effect: Effect) -> None:
+        out = self.transmitter.packet_out(effect)
+        client = self.sessions[out.switch].client
+        if client is None or self.states[out.switch] is None:
+            self.counters["dropped_effects"] += 1
+            return
+        try:
+            client.packet_out(out.frame, **out.metadata())
+        except P4RuntimeError as exc:
+            self.counters["dropped_effects"] += 1
+            self.log("switch_error", {"switch": out.switch, "during": "packet-out", "error": str(exc).splitlines()[0]})
+            return
+        self.counters["packet_out"] += 1
+
+    # ------------------------------------------------------------------ packet-ins
+
+    def _on_packet_in(self, ev: PacketInEvent) -> None:
+        if ev.client is not self.sessions[ev.switch].client:
+            return                                  # from a session already replaced
+        self.counters["packet_in"] += 1
+        meta, payload = ev.packet.metadata, ev.packet.payload
+        reason, port = meta.get("reason"), meta.get("ingress_port", 0)
+        now = time.monotonic()
+        if reason == REASON_BUFFER:
+            try:
+                _, _, packet = split_ethernet(payload)
+            except PacketError as exc:
+                self.log("punt_malformed", {"switch": ev.switch, "reason": str(exc)})
+                return
+            self._apply(self.mobility.packet_in(ev.switch, packet, now))
+        elif reason == REASON_REGISTRATION:
+            self.counters["registrations"] += 1
+            self._on_registration(ev.switch, port, payload, now)
+        elif reason == REASON_TELEMETRY:
+            self._on_telemetry(ev.switch, payload)
+        else:
+            self.counters["other_punts"] += 1
+
+    def _on_registration(self, switch: str, port: int, frame: bytes, now: float) -> None:
+        try:
+            _, src_mac, packet = split_ethernet(frame)
+            ip = parse_ipv4(packet)
+            sport, dport, payload = parse_udp(ip)
+        except PacketError as exc:
+            self.log("registration_rejected", {"switch": switch, "port": port, "reason": str(exc)})
+            return
+        if dport != UDP_PORT_MIP_REGISTRATION:
+            self.log("registration_rejected", {"switch": switch, "port": port, "reason": f"UDP port {dport}"})
+            return
+        try:
+            req = RegistrationRequest.decode(payload)
+        except RegistrationError as exc:
+            self._apply(self.mobility.malformed_registration(switch, port, src_mac, ip.src, sport, str(exc)))
+            return
+        self._apply(self.mobility.registration(switch, port, src_mac, ip.src, sport, req, now))
+
+    # ------------------------------------------------------------------ operator requests
+
+    def _on_request(self, req: ControlRequest) -> None:
+        now = time.monotonic()
+        try:
+            if req.cmd == "status":
+                self._start_status(req)
+                return
+            if req.cmd == "handoff":
+                self._apply(self.mobility.move(req.args["mh"], req.args["to"], now, req.args.get("port")))
+            elif req.cmd == "detach":
+                self._apply(self.mobility.detach(req.args["mh"], now))
+            else:
+                req.respond({"ok": False, "error": f"unknown command {req.cmd!r}", "kind": "bad-request"})
+                return
+        except MobilityError as exc:
+            req.respond({"ok": False, "error": str(exc), "kind": "refused"})
+            return
+        st = self.mobility.state(req.args["mh"])
+        req.respond({"ok": True, "mh": st.host.name, "phase": st.phase.value, "bs": st.bs})
+
+    def _start_status(self, req: ControlRequest) -> None:
+        if self._pending_status is not None:
+            self._finish_status()            # one probe round at a time
+        body: dict[str, Any] = {"ok": True, "switches": [], "mobile_hosts": self.mobility.status(),
+                                "buffer_total": self.mobility.pool.total,
+                                "buffer_limit": self.net.buffer.total_packets,
+                                "counters": dict(self.counters, unknown_punts=self.mobility.unknown_punts),
+                                "ports": []}
+        pending = _PendingStatus(req, time.monotonic() + STATUS_TIMEOUT, body)
+        for sw in self.net.switches:
+            s = self.sessions[sw.name]
+            body["switches"].append({"name": sw.name, "role": sw.role, "grpc": sw.grpc, "state": s.state,
+                                     "connects": s.connects, "pipeline_pushes": s.pipeline_pushes,
+                                     "last_error": s.last_error,
+                                     "entries": len(self.states[sw.name].entries()) if self.states[sw.name] else None})
+            if s.client is None or self.states[sw.name] is None:
+                continue
+            access = [p.number for p in sw.ports if p.role == PORT_ACCESS]
+            counters = self._read_port_counters(sw.name, s.client, access)
+            for p in access:
+                body["ports"].append({"switch": sw.name, "port": p, "counters": counters.get(p, {})})
+                try:
+                    s.client.packet_out(_PROBE_FRAME, egress_port=p, mark_priority=0, lookup=0, telemetry=1)
+                    pending.waiting.add((sw.name, p))
+                except P4RuntimeError:
+                    pass
+        self._pending_status = pending
+
+    def _read_port_counters(self, name: str, client: P4RuntimeClient, ports: list[int]) -> dict[int, dict]:
+        out: dict[int, dict] = {p: {} for p in ports}
+        try:
+            for counter in PORT_COUNTERS:
+                cells = client.read_counter(counter)
+                for p in ports:
+                    out[p][counter] = {c: cells[p * AQM_CLASS_STRIDE + i].packets
+                                       for c, i in CLASSES.items() if p * AQM_CLASS_STRIDE + i in cells}
+            prio = client.read_counter("priority_admitted")
+            for p in ports:
+                out[p]["priority_admitted"] = prio[p].packets if p in prio else 0
+        except P4RuntimeError as exc:
+            self.log("switch_error", {"switch": name, "during": "counter read", "error": str(exc).splitlines()[0]})
+        return out
+
+    def _on_telemetry(self, switch: str, payload: bytes) -> None:
+        st = self._pending_status
+        if st is None or len(payload) < _TELEMETRY.size:
+            return
+        port, mode, _, np_, prio, dummy, avg, count = _TELEMETRY.unpack_from(payload)
+        if (switch, port) not in st.waiting:
+            return
+        st.waiting.discard((switch, port))
+        for entry in st.body["ports"]:
+            if entry["switch"] == switch and entry["port"] == port:
+                entry["aqm"] = {"mode": AQM_MODE_NAMES.get(mode, str(mode)), "occupancy": {
+                    "np": np_, "prio": prio, "dummy": dummy}, "avg_packets": round(avg / (1 << AVG_FRAC_BITS), 3),
+                    "red_count": count - 1}
+
+    def _finish_status(self) -> None:
+        st = self._pending_status
+        self._pending_status = None
+        if st is None:
+            return
+        st.body["telemetry_missing"] = sorted(f"{s}:{p}" for s, p in st.waiting)
+        st.request.respond(st.body)
+
+
+# a minimal Ethernet frame for telemetry probes (the switch only reads the packet_out header)
+_PROBE_FRAME = bytes(6) + bytes.fromhex("020000000000") + b"\x88\xb5" + bytes(46)
