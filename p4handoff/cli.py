@@ -11,6 +11,7 @@ import sys
 from typing import Sequence
 
 from hosts.cli import add_parser as add_host_parser
+from controller.cli import add_parser as add_ctl_parser
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -21,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="p4handoff", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     add_host_parser(sub)
+    add_ctl_parser(sub)
     return parser
 
 
