@@ -112,3 +112,19 @@ def test_freeze_rides_out_outage_without_timeouts() -> None:
     nr_snd, _, nr_records, _, nr_got = _detach_outage("newreno")
     assert bytes(nr_got) == data
     assert any(r.event == "rto" for r in nr_records if 1.0 < r.time < 3.0)
+
+
+def test_frozen_idle_sender_sleeps_then_probes_when_data_is_queued() -> None:
+    conn = TcpConnection(TcpConfig(mss=MSS, timestamps=False, min_rto=0.2), CH, 40000, cc="freeze")
+    peer = ScriptedPeer(conn, mss=MSS)
+    peer.open(0.0)
+    peer.ack_data(0, 0.1, window=0)
+    assert conn.frozen
+    conn.poll(conn.next_wakeup())  # the first persist deadline finds nothing to probe with
+    assert conn.next_wakeup() is None
+    conn.send(b"late data")
+    conn.poll(1.0)
+    due = conn.next_wakeup()
+    assert due is not None and due > 1.0
+    out = conn.poll(due)
+    assert [s.payload for s in out] == [b"l"]  # a one-byte zero-window probe

@@ -812,9 +812,10 @@ class TcpConnection:
         self._persist_deadline = None
         if self.state not in _CAN_SEND or (self.snd_wnd > 0 and not self._frozen):
             return
-        if self._data_end() > self.snd_una:
-            self._send_data(self.snd_una, 1, now, oob=True, probe=True)
-            self.trace("persist_probe", now)
+        if self._data_end() <= self.snd_una:
+            return  # nothing to probe with; _output re-arms the timer when data is queued
+        self._send_data(self.snd_una, 1, now, oob=True, probe=True)
+        self.trace("persist_probe", now)
         self._persist_backoff += 1
         self._persist_deadline = now + self._persist_interval()
 
@@ -822,7 +823,11 @@ class TcpConnection:
     # output
     # ===================================================================
     def _output(self, now: float) -> None:
-        if self.state not in _CAN_SEND or self._frozen:
+        if self.state not in _CAN_SEND:
+            return
+        if self._frozen:
+            if self._persist_deadline is None and self._data_end() > self.snd_una:
+                self._persist_deadline = now + self._persist_interval()
             return
         mss = self.mss
         while True:
