@@ -51,6 +51,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     ho.add_argument("--port", type=int, help="access port (needed if the BS has several)")
     ho.set_defaults(func=_handoff)
 
+    en = cmds.add_parser("entries", help="the table entries a switch holds (read back from it)")
+    target(en)
+    en.add_argument("switch", help="switch name")
+    en.set_defaults(func=_entries)
+
     de = cmds.add_parser("detach", help="a mobile host lost its link (lab)")
     target(de)
     de.add_argument("mh", help="mobile host name or address")
@@ -132,6 +137,14 @@ def _detach(args: argparse.Namespace) -> int:
     code, reply = _call(args, {"cmd": "detach", "mh": args.mh})
     if reply is not None and code == EXIT_OK:
         print(f"{reply['mh']}: {reply['phase']}")
+    return code
+
+
+def _entries(args: argparse.Namespace) -> int:
+    code, reply = _call(args, {"cmd": "entries", "switch": args.switch})
+    if reply is not None and code == EXIT_OK:
+        for row in reply["entries"]:
+            print(json.dumps(row))
     return code
 
 

@@ -2,7 +2,7 @@
 
 A unix socket (not TCP) because only local operators and lab scripts may
 move mobile hosts: file permissions decide who, and nothing listens on the
-network. Request: one line `{"cmd": "status" | "handoff" | "detach", ...}`;
+network. Request: one line `{"cmd": "status" | "handoff" | "detach" | "entries", ...}`;
 reply: one line `{"ok": true, ...}` or `{"ok": false, "error": "...",
 "kind": "bad-request" | "refused" | "timeout"}` (docs/controller.md).
 """
@@ -22,7 +22,7 @@ MAX_REQUEST = 64 * 1024          # bytes of one request line
 MAX_REPLY = 64 * 1024 * 1024     # bytes of one reply line (status of thousands of MHs)
 REQUEST_TIMEOUT = 5.0       # a client must send its line within this
 REPLY_TIMEOUT = 10.0        # the daemon must answer within this
-COMMANDS = {"status": (), "handoff": ("mh", "to"), "detach": ("mh",)}
+COMMANDS = {"status": (), "handoff": ("mh", "to"), "detach": ("mh",), "entries": ("switch",)}
 
 
 class ControlError(OSError):

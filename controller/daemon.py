@@ -357,6 +357,9 @@ class Daemon:
             if req.cmd == "status":
                 self._start_status(req)
                 return
+            if req.cmd == "entries":
+                self._entries(req)
+                return
             if req.cmd == "handoff":
                 self._apply(self.mobility.move(req.args["mh"], req.args["to"], now, req.args.get("port")))
             elif req.cmd == "detach":
@@ -369,6 +372,23 @@ class Daemon:
             return
         st = self.mobility.state(req.args["mh"])
         req.respond({"ok": True, "mh": st.host.name, "phase": st.phase.value, "bs": st.bs})
+
+    def _entries(self, req: ControlRequest) -> None:
+        """What a switch holds, read back from it (not the model): for operators and restart checks."""
+        name = req.args["switch"]
+        if name not in self.sessions:
+            raise MobilityError(f"unknown switch {name!r}")
+        client = self.sessions[name].client
+        if client is None:
+            raise MobilityError(f"switch {name} is not connected")
+        try:
+            entries = client.read_table()
+        except P4RuntimeError as exc:
+            req.respond({"ok": False, "error": str(exc).splitlines()[0], "kind": "switch-error"})
+            return
+        rows = sorted(json.dumps([e.table, sorted(e.match.items()), e.priority, e.action, sorted(e.params.items())])
+                      for e in entries)
+        req.respond({"ok": True, "switch": name, "entries": [json.loads(r) for r in rows]})
 
     def _start_status(self, req: ControlRequest) -> None:
         if self._pending_status is not None:
@@ -389,6 +409,7 @@ class Daemon:
                 continue
             access = [p.number for p in sw.ports if p.role == PORT_ACCESS]
             counters = self._read_port_counters(sw.name, s.client, access)
+            body["switches"][-1]["sanitised"] = self._read_sanitised(sw.name, s.client)
             for p in access:
                 body["ports"].append({"switch": sw.name, "port": p, "counters": counters.get(p, {})})
                 try:
@@ -412,6 +433,15 @@ class Daemon:
         except P4RuntimeError as exc:
             self.log("switch_error", {"switch": name, "during": "counter read", "error": str(exc).splitlines()[0]})
         return out
+
+    def _read_sanitised(self, name: str, client: P4RuntimeClient) -> dict[int, int]:
+        """Packets whose priority mark was re-marked to 0, by ingress port (non-zero ports only)."""
+        try:
+            cells = client.read_counter("sanitised")
+        except P4RuntimeError as exc:
+            self.log("switch_error", {"switch": name, "during": "counter read", "error": str(exc).splitlines()[0]})
+            return {}
+        return {port: c.packets for port, c in sorted(cells.items()) if c.packets}
 
     def _on_telemetry(self, switch: str, payload: bytes) -> None:
         st = self._pending_status

@@ -1,0 +1,284 @@
+"""The controller on BMv2: gateway + two BSs (simple_switch_grpc) in namespaces, raw-frame hosts.
+
+Runs the real `p4handoff ctl run` against the compiled pipeline
+(controller/testbed.py). Skipped, with the reason, where BMv2, the compiled
+program (p4c) or network namespaces are missing.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from controller.registration import FLAG_D, FLAG_S, ReplyCode
+from controller.testbed import HostPort, Testbed, cell_ip, mh_ip, mh_name, parse_udp_frame, received_seqs
+from p4handoff.netns import unavailable_reason
+from p4handoff.notify import Event, Notification
+from p4handoff.wire import DSCP_IPF_PRIORITY_DEFAULT, IP_PROTO_IPIP, UDP_PORT_HANDOFF_NOTIFY
+from topo.bmv2 import bmv2_available
+
+REPO = Path(__file__).resolve().parent.parent
+_bmv2_ok, _bmv2_why = bmv2_available()
+_netns_why = unavailable_reason()
+
+pytestmark = [
+    pytest.mark.bmv2, pytest.mark.netns, pytest.mark.slow,
+    pytest.mark.skipif(not _bmv2_ok, reason=_bmv2_why or "BMv2 missing"),
+    pytest.mark.skipif(not (REPO / "build" / "bs.json").exists(),
+                       reason="build/bs.json not built: p4c-bm2-ss missing or 'make build' not run"),
+    pytest.mark.skipif(_netns_why is not None, reason=_netns_why or ""),
+]
+
+
+
+class Collector:
+    """Collects every frame a host port receives, on a thread, until `stop()`."""
+
+    def __init__(self, port) -> None:
+        self.port = port
+        self.frames: list[bytes] = []
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.frames += self.port.receive(0.1)
+
+    def stop(self) -> list[bytes]:
+        self._stop.set()
+        self._t.join(5)
+        return self.frames
+
+
+def send_stream(tb, i: int, seqs, gap: float, dscp: int = 0) -> threading.Thread:
+    def run() -> None:
+        start = time.monotonic()
+        for k, seq in enumerate(seqs):
+            delay = start + k * gap - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            tb.hosts["ch"].send(tb.data_frame(i, seq, dscp))
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def notes(frames: list[bytes]) -> list[Notification]:
+    out = []
+    for f in frames:
+        u = parse_udp_frame(f)
+        if u is not None and u.dport == UDP_PORT_HANDOFF_NOTIFY:
+            out.append(Notification.decode(u.payload))
+    return out
+
+
+def overtaken(seqs: list[int]) -> int:
+    top, n = -1, 0
+    for s in seqs:
+        n += s < top
+        top = max(top, s)
+    return n
+
+
+@pytest.fixture
+def tb(tmp_path):
+    bed = Testbed(tmp_path, n_mobiles=2)
+    try:
+        bed.start()
+        bed.start_controller()
+        yield bed
+    finally:
+        bed.close()
+
+
+def attach(tb, i: int, bs: str, ident: int) -> None:
+    reply = tb.register(i, bs, ident)
+    assert reply is not None and reply.code is ReplyCode.ACCEPTED, reply
+    tb.wait_for(lambda s: next(m for m in s["mobile_hosts"] if m["mh"] == mh_name(i))["bs"] == bs
+                and next(m for m in s["mobile_hosts"] if m["mh"] == mh_name(i))["phase"] == "attached")
+
+
+def test_full_handoff_of_a_stream(tb):
+    """Buffered packets reach the MH complete and in order, priority-marked on the BS-to-BS hop,
+    counted as priority at the new BS; correspondent told DETACH then HANDOFF."""
+    attach(tb, 0, "bs1", 1)
+    tunnel_tap = HostPort(tb.fab, "b3")                   # bs1 → bs2 link, bs2's end
+    cells = {c: Collector(tb.hosts[c]) for c in ("cell1", "cell2")}
+    ch = Collector(tb.hosts["ch"])
+    tap = Collector(tunnel_tap)
+    n, gap = 300, 0.01
+    sender = send_stream(tb, 0, range(n), gap)
+    time.sleep(1.0)
+    assert tb.ctl({"cmd": "detach", "mh": "mh1"})["phase"] == "detached-buffering"
+    time.sleep(0.5)                                       # ~50 packets buffered at bs1
+    tb.register(0, "bs2", 2, wait_reply=0)
+    sender.join(10)
+    time.sleep(1.0)
+    got1 = [s for s, _ in received_seqs(cells["cell1"].stop(), mh_ip(0))]
+    got2 = [s for s, _ in received_seqs(cells["cell2"].stop(), mh_ip(0))]
+    tapped = tap.stop()
+    tunnel_tap.close()
+    got = got1 + got2
+    st = tb.mh_status(0)
+    assert st["phase"] in ("attached", "attached-new") and st["bs"] == "bs2"
+    assert sorted(got) == list(range(n)), f"missing {sorted(set(range(n)) - set(got))}"
+    assert overtaken(got) <= st["late"]
+    assert got1 == sorted(got1) and max(got1) < min(got2)
+    # the buffered packets crossed bs1 → bs2 tunnelled, outer DSCP = the IPF codepoint
+    marked = []
+    for f in tapped:
+        if len(f) > 34 and f[12:14] == b"\x08\x00" and f[23] == IP_PROTO_IPIP:
+            inner = parse_udp_frame(f[:14] + f[34:])
+            if inner is not None and inner.dst == mh_ip(0):
+                assert f[15] >> 2 == DSCP_IPF_PRIORITY_DEFAULT
+                marked.append(int.from_bytes(inner.payload[:4], "big"))
+    assert len(marked) >= 30 and marked == sorted(marked)
+    assert st["buffered"] >= len(marked) and st["dropped_overflow"] == 0
+    port = next(p for p in tb.ctl({"cmd": "status"})["ports"] if p["switch"] == "bs2" and p["port"] == 1)
+    assert port["counters"]["priority_admitted"] >= len(marked)
+    events = [(x.event, x.old_cell, x.new_cell) for x in notes(ch.stop()) if x.mh_addr == mh_ip(0)]
+    assert events == [(Event.DETACH, 1, 0), (Event.HANDOFF, 1, 2)]
+    done = tb.log_events("handoff_complete")
+    assert len(done) == 1 and not done[0]["forced"]
+    phases = [e["event"] for e in tb.log_events() if e.get("mh") == "mh1"]
+    for phase in ("attached", "detached", "handoff_start", "delivery_installed", "gateway_diverted",
+                  "marker_sent", "flush", "marker_returned", "rerouted", "notified", "handoff_complete"):
+        assert phase in phases
+
+
+def test_forged_priority_mark_from_the_core_is_sanitised(tb):
+    attach(tb, 0, "bs1", 1)
+    cell = Collector(tb.hosts["cell1"])
+    for seq in range(5):
+        tb.hosts["ch"].send(tb.data_frame(0, seq, dscp=DSCP_IPF_PRIORITY_DEFAULT))
+    time.sleep(1.0)
+    got = received_seqs(cell.stop(), mh_ip(0))
+    assert [s for s, _ in got] == list(range(5)) and all(dscp == 0 for _, dscp in got)
+    gw = next(s for s in tb.ctl({"cmd": "status"})["switches"] if s["name"] == "gw")
+    assert gw["sanitised"] == {"1": 5}
+
+
+def test_killed_switch_comes_back_with_identical_state(tb):
+    attach(tb, 0, "bs1", 1)
+    attach(tb, 1, "bs2", 1)
+    attach(tb, 1, "bs1", 2)                               # mh2 moved: bs2 held a tunnel for a while
+    tb.wait_for(lambda s: all(m["phase"] == "attached" and not m["holds"] for m in s["mobile_hosts"]))
+    before = {name: tb.ctl({"cmd": "entries", "switch": name})["entries"] for name in ("gw", "bs1", "bs2")}
+    tb.restart_switch("bs1")
+    tb.wait_for(lambda s: next(x for x in s["switches"] if x["name"] == "bs1")["connects"] == 2
+                and all(x["state"] == "up" for x in s["switches"]), timeout=30)
+    after = {name: tb.ctl({"cmd": "entries", "switch": name})["entries"] for name in ("gw", "bs1", "bs2")}
+    assert after == before
+    keys = [(e[0], str(e[1]), e[2]) for e in after["bs1"]]
+    assert len(keys) == len(set(keys))
+    cell = Collector(tb.hosts["cell1"])
+    for seq in range(5):
+        tb.hosts["ch"].send(tb.data_frame(0, seq))
+        tb.hosts["ch"].send(tb.data_frame(1, seq))
+    time.sleep(1.0)
+    frames = cell.stop()
+    assert [s for s, _ in received_seqs(frames, mh_ip(0))] == list(range(5))
+    assert [s for s, _ in received_seqs(frames, mh_ip(1))] == list(range(5))
+    assert [e for e in tb.log_events("switch_up") if e["switch"] == "bs1"][-1]["pipeline"] == "pushed"
+
+
+def test_controller_restart_does_not_disturb_traffic(tb):
+    attach(tb, 0, "bs1", 1)
+    cell = Collector(tb.hosts["cell1"])
+    n, gap = 300, 0.01
+    sender = send_stream(tb, 0, range(n), gap)
+    time.sleep(0.5)
+    tb.stop_controller(kill=True)                          # a crash: no clean shutdown
+    tb.start_controller()
+    sender.join(10)
+    time.sleep(0.5)
+    assert [s for s, _ in received_seqs(cell.stop(), mh_ip(0))] == list(range(n))
+    restarts = [i for i, e in enumerate(tb.log_events()) if e["event"] == "controller_start"]
+    assert len(restarts) == 2
+    after = tb.log_events()[restarts[1]:]
+    assert {e["pipeline"] for e in after if e["event"] == "switch_up"} == {"kept"}
+    rec = [e for e in after if e["event"] == "reconciled"]
+    assert len(rec) == 3 and all(e["inserted"] == e["modified"] == e["deleted"] == 0 for e in rec)
+    assert next(e for e in after if e["event"] == "recovered" and e["mh"] == "mh1")["phase"] == "attached"
+    # the new controller hands off as well
+    attach(tb, 0, "bs2", 1)
+    cell2 = Collector(tb.hosts["cell2"])
+    for seq in range(5):
+        tb.hosts["ch"].send(tb.data_frame(0, seq))
+    time.sleep(1.0)
+    assert [s for s, _ in received_seqs(cell2.stop(), mh_ip(0))] == list(range(5))
+
+
+def test_dsbp_probe_path(tb):
+    attach(tb, 0, "bs1", 1)
+    ch = Collector(tb.hosts["ch"])
+    probe = cell_ip(0, "bs2")
+    reply = tb.register(0, "bs2", 2, care_of=probe, flags=FLAG_S | FLAG_D)
+    assert reply is not None and reply.code is ReplyCode.ACCEPTED
+    cell2 = Collector(tb.hosts["cell2"])
+    for seq in range(3):
+        tb.hosts["ch"].send(tb.data_frame(0, seq, dst=probe))
+    time.sleep(1.0)
+    assert [s for s, _ in received_seqs(cell2.stop(), probe)] == [0, 1, 2]
+    up = [x for x in notes(ch.stop()) if x.event is Event.PROBE_UP]
+    assert len(up) == 1 and up[0].path_addr == probe and (up[0].old_cell, up[0].new_cell) == (1, 2)
+
+
+@pytest.mark.timeout(600)
+def test_twenty_mobile_hosts_hand_off_concurrently(tmp_path):
+    n_mh, per = 20, 10
+    bed = Testbed(tmp_path, n_mobiles=n_mh)
+    try:
+        bed.start()
+        bed.start_controller()
+        for i in range(n_mh):
+            bed.register(i, "bs1", 1, wait_reply=0)
+        bed.wait_for(lambda s: all(m["phase"] == "attached" and m["bs"] == "bs1" for m in s["mobile_hosts"]),
+                     timeout=30)
+        for i in range(n_mh):
+            assert bed.ctl({"cmd": "detach", "mh": mh_name(i)})["ok"]
+        cell2 = Collector(bed.hosts["cell2"])
+        for seq in range(per):
+            for i in range(n_mh):
+                bed.hosts["ch"].send(bed.data_frame(i, seq))
+        bed.wait_for(lambda s: all(m["buffer"] == per for m in s["mobile_hosts"]), timeout=20)
+        for i in range(n_mh):
+            bed.register(i, "bs2", 2, wait_reply=0)      # back to back: all handoffs overlap
+        bed.wait_for(lambda s: all(m["bs"] == "bs2" and m["phase"].startswith("attached")
+                                   for m in s["mobile_hosts"]), timeout=60)
+        time.sleep(1.0)
+        frames = cell2.stop()
+        for i in range(n_mh):
+            assert [s for s, _ in received_seqs(frames, mh_ip(i))] == list(range(per)), mh_name(i)
+        done = bed.log_events("handoff_complete")
+        assert len(done) == n_mh and not any(d["forced"] for d in done)
+        print("handoff durations ms:", sorted(d["duration_ms"] for d in done))
+    finally:
+        bed.close()
+
+
+def test_bad_description_is_refused_before_any_switch_is_touched(tmp_path):
+    bed = Testbed(tmp_path, n_mobiles=1)
+    try:
+        bed.start()
+        bad = dict(bed.description())
+        bad["switches"] = bad["switches"][:2]             # bs2 missing: bs1 peers with an unknown switch
+        bad_file = tmp_path / "bad.yaml"
+        bad_file.write_text(yaml.safe_dump(bad))
+        env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python", PYTHONPATH=str(REPO))
+        done = subprocess.run(["ip", "netns", "exec", bed.fab.name, sys.executable, "-m", "p4handoff", "ctl",
+                               "run", "--network", str(bad_file)],
+                              capture_output=True, text=True, timeout=60, env=env, cwd=str(REPO))
+        assert done.returncode == 3
+        assert "unknown switch 'bs2'" in done.stderr
+        bed.start_controller()
+        assert {e["pipeline"] for e in bed.log_events("switch_up")} == {"pushed"}    # nothing was there
+    finally:
+        bed.close()
