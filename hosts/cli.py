@@ -79,6 +79,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="per-connection trace: CSV if FILE ends in .csv, else JSON lines")
     p.add_argument("--notify-port", type=port_number, default=UDP_PORT_HANDOFF_NOTIFY, metavar="P",
                    help=f"UDP port for handoff notifications (default {UDP_PORT_HANDOFF_NOTIFY}; 0 = none)")
+    p.add_argument("--link-events", action="store_true",
+                   help="we are the mobile host: our interface losing / regaining its carrier is DETACH / HANDOFF")
     p.add_argument("--window-segments", type=positive(int), metavar="N",
                    help="receive buffer and cwnd cap in segments (default 64)")
     p.add_argument("--min-rto", type=positive(float), metavar="S", help="minimum RTO in seconds (default 1)")
@@ -132,7 +134,7 @@ def _send(args: argparse.Namespace) -> int:
     host, port = args.to
     result = send(host, port, scheme=args.scheme, total=args.bytes, seconds=args.seconds, data_file=args.data,
                   trace=args.trace, mss=args.mss, local_port=args.port, notify_port=args.notify_port or None,
-                  timeout=args.timeout, seed=args.seed, **_settings(args))
+                  link_events=args.link_events, timeout=args.timeout, seed=args.seed, **_settings(args))
     print("\n".join(result.lines()), flush=True)
     return 0
 
@@ -147,7 +149,8 @@ def _recv(args: argparse.Namespace) -> int:
         print(f"listening: {port}", flush=True)
 
     result = receive(args.port, scheme=args.scheme, out=args.out, trace=args.trace, addr=args.addr,
-                     notify_port=args.notify_port or None, timeout=args.timeout, seed=args.seed,
+                     notify_port=args.notify_port or None, link_events=args.link_events,
+                     timeout=args.timeout, seed=args.seed,
                      on_ready=ready, **_settings(args))
     print("\n".join(result.lines()), flush=True)
     return 0

@@ -35,7 +35,7 @@ from typing import Callable, Sequence, TypeVar
 
 PREFIX = "p4h"
 NETNS_DIR = Path("/run/netns")
-DEFAULT_TIMEOUT = 10.0
+DEFAULT_TIMEOUT = 30.0  # generous: namespace creation/removal queue behind every other namespace's teardown
 _CLONE_NEWNET = 0x40000000
 _counter = itertools.count()
 _counter_lock = threading.Lock()

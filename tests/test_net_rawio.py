@@ -126,3 +126,13 @@ def test_checksum_offloaded_kernel_segments_are_marked_trusted():
 def test_bad_port_is_refused():
     with pytest.raises(ValueError, match="port"):
         PacketReceiver(0)
+
+
+def test_sending_on_a_path_that_is_down_is_a_counted_loss_not_an_error(pair):
+    _lab, a, _b = pair
+    tx = a.call(PacketSender)
+    assert tx.send(syn(40000, 7000), B)
+    a.run(["ip", "link", "set", "dev", "veth0", "down"])  # the connected route goes with the link
+    assert tx.send(syn(40000, 7000), B) is False
+    assert tx.dropped == 1
+    tx.close()

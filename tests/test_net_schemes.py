@@ -133,3 +133,25 @@ def test_dsbp_probes_the_second_address_with_marked_dummies_and_moves_there_at_h
     assert len(handoffs) == 1
     count = int(handoffs[0]["detail"].split()[0].split("=")[1])
     assert count >= 1 and handoffs[0]["cwnd"] == max(2, count) * handoffs[0]["mss"]
+
+
+def test_sender_on_the_mobile_host_turns_its_carrier_loss_into_detach_and_handoff(tmp_path):
+    """`--link-events`: the MH's own link going away and coming back restarts an `immediate` sender."""
+    with netns.Lab("lnk") as lab:
+        path = make_path(lab)
+        path.a.rate_limit(path.link.dev_a, 10_000)
+        receiver = OurReceiver(path, "--notify-port", "0", "--time-wait", "0.2")
+        proc = start_sender(path, "--scheme", "immediate", "--bytes", "3M", "--notify-port", "0", "--link-events",
+                            "--trace", str(tmp_path / "send.jsonl"))
+        wait_for_data(path.b)
+        path.b.run(["ip", "link", "set", "dev", path.link.dev_b, "down"])  # the MH's (a's) end loses carrier
+        time.sleep(1.5)  # > 1 s: the kernel reports carrier changes of a veth at most once a second
+        path.b.run(["ip", "link", "set", "dev", path.link.dev_b, "up"])
+        sent = finish(path, proc)
+        got = receiver.finish()
+    assert got["sha256"] == sent["sha256"] and sent["bytes"] == "3000000"
+    assert sent["link_events"] == "2"
+    events = [(r["event"], r["detail"]) for r in records(tmp_path / "send.jsonl")]
+    names = [e for e, _ in events]
+    assert ("detach", f"path={SENDER} seq=1") in events and ("handoff", f"path={SENDER} seq=2") in events
+    assert names.index("detach") < names.index("handoff") < names.index("forced_rto")

@@ -17,7 +17,8 @@ dropped. The kernel's own TCP is kept out by `guard.KernelTcpGuard`.
 
 Handoff notifications (UDP, `p4handoff.notify`) are decoded, de-duplicated
 by (MH address, seq) and given to the connection, which ignores events for
-other hosts.
+other hosts. With `link_events`, carrier changes of our own interface become
+DETACH / HANDOFF too (`linkwatch`: an endpoint on the mobile host).
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from typing import Callable
 
 from hosts.codec import MalformedSegment, decode, encode, internet_checksum
 from hosts.net.guard import KernelTcpGuard
+from hosts.net.linkwatch import LinkWatch
 from hosts.net.rawio import PacketReceiver, PacketSender
 from hosts.segment import ACK, RST, SYN, Segment
 from hosts.tcp.connection import State, TcpConnection, rst_for
@@ -52,6 +54,7 @@ class DriverStats:
     send_drops: int = 0
     notifications: int = 0
     bad_notifications: int = 0
+    link_events: int = 0
     malformed_reasons: dict[str, int] = field(default_factory=dict)
 
 
@@ -65,7 +68,7 @@ class NetDriver:
     """
 
     def __init__(self, port: int = 0, local_addr: str | None = None, *, notify_port: int | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 link_events: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
         self.stats = DriverStats()
         self.conn: TcpConnection | None = None
@@ -79,6 +82,8 @@ class NetDriver:
         self.rx: PacketReceiver | None = None
         self.tx: PacketSender | None = None
         self.notify_sock: socket.socket | None = None
+        self.link_events = link_events
+        self.linkwatch: LinkWatch | None = None
         try:
             self.rx = PacketReceiver(self.port, local_addr)
             self.tx = PacketSender()
@@ -117,6 +122,7 @@ class NetDriver:
         self._make_conn = make_conn
         if conn is not None:
             self._peer_addrs = {conn.remote_addr, conn.peer_home}
+            self._watch_links(conn)
         deadline = self.clock() + timeout
         select = self._selector.select
         clock = self.clock
@@ -139,6 +145,8 @@ class NetDriver:
             for key, _ in events:
                 if self.notify_sock is not None and key.fd == self.notify_sock.fileno():
                     self._take_notifications(clock())
+                elif self.linkwatch is not None and key.fd == self.linkwatch.fileno():
+                    self._take_link_events(clock())
                 else:
                     self._take_segments(clock())
 
@@ -188,6 +196,7 @@ class NetDriver:
             conn = self._make_conn(seg)
             conn.listen()
             self.conn = conn
+            self._watch_links(conn)
         conn.handle(seg, now)
         self._peer_addrs = {conn.remote_addr, conn.peer_home}
         return conn
@@ -239,11 +248,23 @@ class NetDriver:
                 self._peer_addrs.add(note.path_addr)
             conn.notify(note, now)
 
+    def _watch_links(self, conn: TcpConnection) -> None:
+        if self.link_events and self.linkwatch is None:
+            self.linkwatch = LinkWatch(conn.local_addr)
+            self._selector.register(self.linkwatch.fileno(), selectors.EVENT_READ)
+
+    def _take_link_events(self, now: float) -> None:
+        assert self.linkwatch is not None
+        for note in self.linkwatch.events():
+            self.stats.link_events += 1
+            if self.conn is not None:
+                self.conn.notify(note, now)
+
     # ------------------------------------------------------------------
     def close(self) -> None:
         """Release sockets and the kernel guard (idempotent)."""
         self._selector.close()
-        for closable in (self.rx, self.tx, self.notify_sock):
+        for closable in (self.rx, self.tx, self.notify_sock, self.linkwatch):
             if closable is not None:
                 closable.close()
         self.guard.close()

@@ -15,12 +15,14 @@ checksum that would be wrong or redundant.
 
 Sending: a raw IPv4 socket with IP_HDRINCL (IPPROTO_RAW); the kernel routes,
 resolves neighbours and fragments nothing (DF is ours to set). A send the
-kernel cannot queue (socket buffer full) is dropped and counted, as a full
-link queue would drop it: TCP recovers, the loop never blocks.
+kernel cannot queue (socket buffer full) or route (link down) is dropped and
+counted, as a full or broken link would drop it: TCP recovers, the loop
+never blocks.
 """
 from __future__ import annotations
 
 import ctypes
+import errno
 import socket
 import struct
 from dataclasses import dataclass
@@ -35,6 +37,7 @@ TP_STATUS_CSUM_VALID = 1 << 7
 _AUXDATA = struct.Struct("IIIHHHH")
 MAX_PACKET = 65535
 SOCKET_BUFFER = 8 * 1024 * 1024
+_PATH_DOWN = frozenset({errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ENETDOWN, errno.EHOSTDOWN, errno.ENOBUFS})
 
 # classic BPF opcodes (linux/bpf_common.h)
 _LDB_ABS, _LDH_ABS, _LDW_ABS = 0x30, 0x28, 0x20
@@ -149,10 +152,19 @@ class PacketSender:
         self.dropped = 0
 
     def send(self, packet: bytes, dst: str) -> bool:
-        """Queue one packet for `dst`; False (and counted) if the kernel had no room for it."""
+        """Queue one packet for `dst`; False (and counted) if the kernel had no room or no route for it.
+
+        A link that is down (its routes withdrawn) loses packets like any
+        lossy path: TCP's retransmission deals with it.
+        """
         try:
             self.sock.sendto(packet, (dst, 0))
         except (BlockingIOError, InterruptedError):
+            self.dropped += 1
+            return False
+        except OSError as exc:
+            if exc.errno not in _PATH_DOWN:
+                raise
             self.dropped += 1
             return False
         return True

@@ -51,7 +51,8 @@ class TransferResult:
                 f"sha256: {self.sha256}", f"mss: {self.mss}", f"retransmits: {self.retransmits}",
                 f"segments_in: {s.segments_in}", f"segments_out: {s.segments_out}",
                 f"malformed_dropped: {s.malformed}", f"foreign_segments: {s.foreign}",
-                f"local_send_drops: {s.send_drops}", f"notifications: {s.notifications}"]
+                f"local_send_drops: {s.send_drops}", f"notifications: {s.notifications}",
+                f"link_events: {s.link_events}"]
 
 
 def route_to(addr: str) -> tuple[str, int]:
@@ -75,8 +76,8 @@ def config_for(mtu: int, mss: int | None, **settings: object) -> TcpConfig:
 
 def send(to: str, port: int, *, scheme: str, total: int | None = None, seconds: float | None = None,
          data_file: Path | None = None, trace: Path | None = None, mss: int | None = None,
-         local_port: int = 0, notify_port: int | None = None, timeout: float = 300.0, seed: int = 0,
-         **settings: object) -> TransferResult:
+         local_port: int = 0, notify_port: int | None = None, link_events: bool = False,
+         timeout: float = 300.0, seed: int = 0, **settings: object) -> TransferResult:
     """Open a connection to `to:port`, send, close, and wait for the close to complete.
 
     Exactly one of `total` (bytes of generated data), `seconds` (generated
@@ -97,7 +98,7 @@ def send(to: str, port: int, *, scheme: str, total: int | None = None, seconds: 
                                           else PatternSource(total, seed, stop))
     writer = TraceWriter(trace, t0) if trace is not None else None
     try:
-        with NetDriver(local_port, src, notify_port=notify_port) as driver:
+        with NetDriver(local_port, src, notify_port=notify_port, link_events=link_events) as driver:
             conn = TcpConnection(config, src, driver.port, cc=scheme, trace=writer,
                                  name=f"{src}:{driver.port}>{to}:{port}")
             conn.connect(to, port)
@@ -119,7 +120,8 @@ def send(to: str, port: int, *, scheme: str, total: int | None = None, seconds: 
 
 def receive(port: int = DEFAULT_PORT, *, scheme: str = "newreno", out: Path | None = None,
             trace: Path | None = None, addr: str | None = None, notify_port: int | None = None,
-            timeout: float = 300.0, seed: int = 0, on_ready: Callable[[int], None] | None = None,
+            link_events: bool = False, timeout: float = 300.0, seed: int = 0,
+            on_ready: Callable[[int], None] | None = None,
             **settings: object) -> TransferResult:
     """Accept one connection on `port`, read it to the end, close, and report what arrived.
 
@@ -138,7 +140,7 @@ def receive(port: int = DEFAULT_PORT, *, scheme: str = "newreno", out: Path | No
                              on_data=sink, trace=writer, name=f"{syn.dst}:{port}<{syn.src}:{syn.sport}")
 
     try:
-        with NetDriver(port, addr, notify_port=notify_port) as driver:
+        with NetDriver(port, addr, notify_port=notify_port, link_events=link_events) as driver:
             if on_ready is not None:
                 on_ready(driver.port)
             conn = driver.run(None, timeout=timeout, make_conn=make_conn, until=lambda c: c.eof)
