@@ -10,7 +10,7 @@ P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
 # protobuf it only loads with the pure-Python implementation.
 export PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION := python
 
-.PHONY: setup build test unit ptf clean bench-hosts bench-pipeline
+.PHONY: setup build test unit ptf clean bench-hosts bench-pipeline bench-controller
 
 setup: ## install everything installable from apt and PyPI; report what is missing
 	bash scripts/setup.sh
@@ -38,6 +38,9 @@ bench-pipeline: build ## packets/s of p4src/bs.p4 vs bench/minimal.p4 on the sam
 
 bench-hosts: ## our TCP sender's goodput vs Linux TCP over one veth pair (needs root)
 	$(PY) bench/hosts_goodput.py
+
+bench-controller: build ## handoff completion time and handoff rate of the controller on BMv2 (needs root)
+	$(PY) bench/controller.py
 
 clean:
 	rm -rf $(BUILD)

@@ -141,6 +141,7 @@ class Testbed:
     # ---------------------------------------------------------------- topology
 
     def start(self) -> "Testbed":
+        self.workdir.mkdir(parents=True, exist_ok=True)
         veth_port("g1", self.ch_ns, "eth0", switch_netns=self.fab)
         veth_port("a1", self.mh_ns, "cell1", switch_netns=self.fab)
         veth_port("b1", self.mh_ns, "cell2", switch_netns=self.fab)

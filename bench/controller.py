@@ -1,0 +1,150 @@
+"""Handoff controller benchmark on BMv2 (`make bench-controller`).
+
+Three simple_switch_grpc (gateway + 2 BSs, controller/testbed.py) and the real
+`p4handoff ctl run`. Prints `name: value` lines:
+
+  handoff_p50_ms / handoff_p99_ms  completion time of 100 handoffs (ping-pong
+      bs1 <-> bs2), each with BUFFERED packets in the old BS's buffer:
+      registration processed by the controller -> new BS delivering, buffer
+      flushed (priority tunnel), gateway rerouted (the `duration_ms` of each
+      `handoff_complete` log line)
+  handoffs_per_s  1000 registered MHs; RATE_MHS of them hand off at once
+      (registrations sent back to back): handoffs / (last completion - first
+      registration processed)
+  flush64_ms      completion time of a handoff with a full 64-packet buffer
+  punt_to_release_pps  buffered packets released per second during that flush
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from controller.testbed import Testbed, mh_name  # noqa: E402
+from p4handoff.netns import unavailable_reason  # noqa: E402
+from topo.bmv2 import bmv2_available  # noqa: E402
+
+BUFFERED = 10
+
+
+def percentile(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(p / 100 * len(s) + 0.5) - 1))]
+
+
+def wait_handoffs(tb: Testbed, count: int, timeout: float) -> list[dict]:
+    deadline = time.monotonic() + timeout
+    while True:
+        done = tb.log_events("handoff_complete")
+        if len(done) >= count:
+            return done
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{len(done)}/{count} handoffs completed within {timeout} s")
+        time.sleep(0.02)
+
+
+def buffer_packets(tb: Testbed, i: int, n: int, first_seq: int) -> None:
+    for k in range(n):
+        tb.hosts["ch"].send(tb.data_frame(i, first_seq + k))
+    tb.wait_for(lambda s: next(m for m in s["mobile_hosts"] if m["mh"] == mh_name(i))["buffer"] >= n, timeout=10)
+
+
+def completion_times(workdir: Path, handoffs: int) -> list[float]:
+    tb = Testbed(workdir, n_mobiles=1, hold_time_ms=50)
+    try:
+        tb.start()
+        tb.start_controller()
+        tb.register(0, "bs1", 1)
+        cells = ["bs2", "bs1"]
+        for k in range(handoffs):
+            tb.ctl({"cmd": "detach", "mh": "mh1"})
+            buffer_packets(tb, 0, BUFFERED, k * BUFFERED)
+            tb.register(0, cells[k % 2], k + 2, wait_reply=0)
+            wait_handoffs(tb, k + 1, 10)
+            for port in tb.hosts.values():
+                port.drain()
+        return [d["duration_ms"] for d in tb.log_events("handoff_complete")]
+    finally:
+        tb.close()
+
+
+def flush_full_buffer(workdir: Path) -> tuple[float, float]:
+    tb = Testbed(workdir, n_mobiles=1)
+    try:
+        tb.start()
+        tb.start_controller()
+        tb.register(0, "bs1", 1)
+        tb.ctl({"cmd": "detach", "mh": "mh1"})
+        buffer_packets(tb, 0, 64, 0)
+        tb.register(0, "bs2", 2, wait_reply=0)
+        [done] = wait_handoffs(tb, 1, 10)
+        start = next(e for e in tb.log_events("handoff_start"))
+        flush = [e for e in tb.log_events("flush")]
+        released = sum(e["packets"] for e in flush)
+        span = max(done["ts"] - start["ts"], 1e-6)
+        return done["duration_ms"], released / span
+    finally:
+        tb.close()
+
+
+def handoff_rate(workdir: Path, n_mobiles: int, movers: int) -> float:
+    tb = Testbed(workdir, n_mobiles=n_mobiles, hold_time_ms=200)
+    try:
+        tb.start()
+        tb.start_controller(timeout=120)
+        for i in range(n_mobiles):
+            tb.register(i, "bs1", 1, wait_reply=0)
+            if i % 100 == 99:
+                time.sleep(0.05)                  # keep the punt queue of one BMv2 port from overflowing
+        tb.wait_for(lambda s: sum(m["phase"] == "attached" for m in s["mobile_hosts"]) == n_mobiles, timeout=300)
+        base = len(tb.log_events("handoff_complete"))
+        for i in range(movers):
+            tb.register(i, "bs2", 2, wait_reply=0)
+        done = wait_handoffs(tb, base + movers, 120)[base:]
+        starts = [e for e in tb.log_events("handoff_start")][-movers:]
+        elapsed = max(d["ts"] for d in done) - min(s["ts"] for s in starts)
+        return movers / elapsed
+    finally:
+        tb.close()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--handoffs", type=int, default=100)
+    ap.add_argument("--mobiles", type=int, default=1000)
+    ap.add_argument("--movers", type=int, default=200)
+    args = ap.parse_args()
+    ok, why = bmv2_available()
+    reasons = [why] if not ok else []
+    if not (REPO / "build" / "bs.json").exists():
+        reasons.append("build/bs.json missing: p4c-bm2-ss not installed or 'make build' not run")
+    netns = unavailable_reason()
+    if netns:
+        reasons.append(netns)
+    if reasons:
+        print("bench-controller: cannot run: " + "; ".join(reasons), file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="p4h-bench-ctl-") as tmp:
+        tmp_path = Path(tmp)
+        times = completion_times(tmp_path / "a", args.handoffs)
+        print(f"handoffs_measured: {len(times)}")
+        print(f"handoff_p50_ms: {percentile(times, 50):.2f}")
+        print(f"handoff_p99_ms: {percentile(times, 99):.2f}")
+        print(f"handoff_mean_ms: {statistics.fmean(times):.2f}")
+        flush_ms, pps = flush_full_buffer(tmp_path / "b")
+        print(f"flush64_ms: {flush_ms:.2f}")
+        print(f"punt_to_release_pps: {pps:.0f}")
+        rate = handoff_rate(tmp_path / "c", args.mobiles, args.movers)
+        print(f"registered_mhs: {args.mobiles}")
+        print(f"handoffs_per_s: {rate:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
