@@ -6,8 +6,8 @@ Three simple_switch_grpc (gateway + 2 BSs, controller/testbed.py) and the real
   handoff_p50_ms / handoff_p99_ms  completion time of 100 handoffs (ping-pong
       bs1 <-> bs2), each with BUFFERED packets in the old BS's buffer:
       registration processed by the controller -> new BS delivering, buffer
-      flushed (priority tunnel), gateway rerouted (the `duration_ms` of each
-      `handoff_complete` log line)
+      flushed (priority tunnel), gateway rerouted, all written to the switches
+      (the `duration_ms` of each `handoff_active` log line)
   handoffs_per_s  1000 registered MHs; RATE_MHS of them hand off at once
       (registrations sent back to back): handoffs / (last completion - first
       registration processed)
@@ -41,7 +41,7 @@ def percentile(values: list[float], p: float) -> float:
 def wait_handoffs(tb: Testbed, count: int, timeout: float) -> list[dict]:
     deadline = time.monotonic() + timeout
     while True:
-        done = tb.log_events("handoff_complete")
+        done = tb.log_events("handoff_active")
         if len(done) >= count:
             return done
         if time.monotonic() > deadline:
@@ -69,7 +69,7 @@ def completion_times(workdir: Path, handoffs: int) -> list[float]:
             wait_handoffs(tb, k + 1, 10)
             for port in tb.hosts.values():
                 port.drain()
-        return [d["duration_ms"] for d in tb.log_events("handoff_complete")]
+        return [d["duration_ms"] for d in tb.log_events("handoff_active")]
     finally:
         tb.close()
 
@@ -103,7 +103,7 @@ def handoff_rate(workdir: Path, n_mobiles: int, movers: int) -> float:
             if i % 100 == 99:
                 time.sleep(0.05)                  # keep the punt queue of one BMv2 port from overflowing
         tb.wait_for(lambda s: sum(m["phase"] == "attached" for m in s["mobile_hosts"]) == n_mobiles, timeout=300)
-        base = len(tb.log_events("handoff_complete"))
+        base = len(tb.log_events("handoff_active"))
         for i in range(movers):
             tb.register(i, "bs2", 2, wait_reply=0)
         done = wait_handoffs(tb, base + movers, 120)[base:]

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any, Callable
 
 from controller.control import ControlRequest, ControlServer
-from controller.intents import Effect, SetRoute
+from controller.intents import Completed, Effect, SetRoute
 from controller.mobility import Mobility, MobilityError
 from controller.network import PORT_ACCESS, Network
 from controller.p4runtime import P4RuntimeClient, P4RuntimeError, TableEntry, UpdateType
@@ -264,7 +264,11 @@ class Daemon:
             if batch:
                 self._write_routes(batch)
                 batch = []
-            self._send(e)
+            if isinstance(e, Completed):
+                self.log("handoff_active", {"mh": e.mh,
+                                            "duration_ms": round((time.monotonic() - e.started) * 1000, 3)})
+            else:
+                self._send(e)
         if batch:
             self._write_routes(batch)
 
@@ -315,7 +319,7 @@ class Daemon:
         self.counters["packet_in"] += 1
         meta, payload = ev.packet.metadata, ev.packet.payload
         reason, port = meta.get("reason"), meta.get("ingress_port", 0)
-        now = time.monotonic()
+        now = ev.at
         if reason == REASON_BUFFER:
             try:
                 _, _, packet = split_ethernet(payload)

@@ -111,4 +111,13 @@ class Reply:
     payload: bytes
 
 
-Effect = SetRoute | Release | SendToward | Notify | Reply
+@dataclass(frozen=True)
+class Completed:
+    """Marks the end of a handoff's effects: everything before it is applied when it is reached
+    (the daemon logs `handoff_active` with the time since `started`, the registration's arrival)."""
+
+    mh: str
+    started: float
+
+
+Effect = SetRoute | Release | SendToward | Notify | Reply | Completed

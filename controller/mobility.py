@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from controller.buffer import BufferPool
-from controller.intents import (Deliver, Effect, Forward, Notify, Punt, Release, Reply, RouteAction,
+from controller.intents import (Completed, Deliver, Effect, Forward, Notify, Punt, Release, Reply, RouteAction,
                                 SendToward, SetRoute, Tunnel)
 from controller.network import PORT_ACCESS, MobileHost, Network
 from controller.packets import PacketError, marker_nonce, marker_packet, parse_ipv4
@@ -480,6 +480,8 @@ class Mobility:
             "duration_ms": round((now - (st.started if st.started is not None else now)) * 1000, 3),
             "released": buf.released, "dropped_overflow": buf.dropped_overflow,
             "dropped_global": buf.dropped_global, "late": st.late})
+        if not recovered and st.started is not None:
+            fx.append(Completed(name, st.started))
         st.started = st.flush_deadline = None
         return fx
 

@@ -42,6 +42,7 @@ class PacketInEvent:
     switch: str
     packet: PacketIn
     client: P4RuntimeClient     # which session it came from (a stale one is ignored)
+    at: float                   # time.monotonic() when it reached the controller
 
 
 def expected_cookie(p4info_path: str | Path, config_path: str | Path) -> int:
@@ -115,7 +116,7 @@ class SwitchSession:
                 self.last_error = str(exc)
                 continue
             if pkt is not None:
-                self.post(PacketInEvent(self.sw.name, pkt, client))
+                self.post(PacketInEvent(self.sw.name, pkt, client, time.monotonic()))
 
     def reconnect(self) -> None:
         """Called by the daemon after `Lost`: drop the dead client, connect again in the background."""

@@ -119,6 +119,8 @@ def parse_udp_frame(frame: bytes) -> Udp | None:
 class Testbed:
     """Build with `Testbed(workdir, n_mobiles)`, then `start()`; always `close()`."""
 
+    __test__ = False    # not a pytest test class despite the name
+
     def __init__(self, workdir: Path, n_mobiles: int = 2, *, hold_time_ms: int = 300,
                  per_mh_packets: int = 64, aqm: dict[str, Any] | None = None) -> None:
         self.workdir = Path(workdir)

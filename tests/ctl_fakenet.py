@@ -16,7 +16,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
-from controller.intents import Deliver, Effect, Forward, Notify, Punt, Release, Reply, SendToward, SetRoute, Tunnel
+from controller.intents import Completed, Deliver, Effect, Forward, Notify, Punt, Release, Reply, SendToward, SetRoute, Tunnel
 from controller.mobility import Mobility
 from controller.network import PORT_ACCESS, Network
 from controller.packets import parse_ipv4, parse_udp, udp_packet
@@ -49,6 +49,7 @@ class FakeNet:
     notes: list[tuple[str, Notification]] = field(default_factory=list)
     replies: list[RegistrationReply] = field(default_factory=list)
     effects: list[Effect] = field(default_factory=list)
+    completed: list[tuple[str, float]] = field(default_factory=list)   # (mh, registration → routes applied)
 
     def __post_init__(self) -> None:
         self._events: list[tuple[float, int, Callable[[], None]]] = []
@@ -131,6 +132,8 @@ class FakeNet:
                 self.notes.append((e.host, e.note))
             elif isinstance(e, Reply):
                 self.replies.append(RegistrationReply.decode(e.payload))
+            elif isinstance(e, Completed):
+                self.completed.append((e.mh, t - e.started))
         self._busy_until = t
 
     def _install(self, e: SetRoute) -> None:

@@ -149,7 +149,8 @@ def test_full_handoff_of_a_stream(tb):
     assert len(done) == 1 and not done[0]["forced"]
     phases = [e["event"] for e in tb.log_events() if e.get("mh") == "mh1"]
     for phase in ("attached", "detached", "handoff_start", "delivery_installed", "gateway_diverted",
-                  "marker_sent", "flush", "marker_returned", "rerouted", "notified", "handoff_complete"):
+                  "marker_sent", "flush", "marker_returned", "rerouted", "notified", "handoff_complete",
+                  "handoff_active"):
         assert phase in phases
 
 

@@ -123,6 +123,8 @@ def test_handoff_delivers_every_buffered_packet_in_order_priority_marked_over_th
     assert st.phase is Phase.ATTACHED and st.bs == "bs2" and st.handoffs == 1
     assert f.tables["gw"]["10.0.1.1"] == Forward("bs2")
     assert "10.0.1.1" not in f.tables["bs1"]               # hold time (500 ms) over
+    [(mh, duration)] = f.completed            # registration processed → final routes applied
+    assert mh == "mh1" and f.write * 3 <= duration < 0.1
     assert events(logs) == ["attached", "detached", "notified", "handoff_start", "delivery_installed",
                             "gateway_diverted", "marker_sent", "flush", "marker_returned", "rerouted",
                             "notified", "handoff_complete", "hold_expired"]
