@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import signal
 from pathlib import Path
 from typing import Callable
 
@@ -128,7 +129,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     rcv.set_defaults(func=_recv)
 
 
+def _terminate_like_interrupt() -> None:
+    """SIGTERM (e.g. from a lab stopping us) unwinds like Ctrl-C: RST to the peer, guard removed."""
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 def _send(args: argparse.Namespace) -> int:
+    _terminate_like_interrupt()
     if args.data is not None and not args.data.is_file():
         raise ValueError(f"--data {args.data}: no such file")
     host, port = args.to
@@ -140,6 +149,7 @@ def _send(args: argparse.Namespace) -> int:
 
 
 def _recv(args: argparse.Namespace) -> int:
+    _terminate_like_interrupt()
     if args.port == 0:
         raise ValueError("--port must be 1..65535 for a receiver")
     if args.addr is not None:

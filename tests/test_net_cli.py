@@ -1,14 +1,18 @@
 """`p4handoff host`: bad command lines and failing transfers end with clear errors and exit codes."""
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import time
 
 import pytest
 
 from p4handoff import netns
 from p4handoff.cli import EXIT_ERROR, EXIT_USAGE, main
 from p4handoff.wire import UDP_PORT_HANDOFF_NOTIFY
-from test_net_support import RECEIVER, LinuxSink, make_path, needs_netns, run_cli
+from test_net_support import (RECEIVER, ROOT, LinuxSink, OurReceiver, RstWatch, cli, make_path, needs_netns,
+                              run_cli)
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -70,4 +74,30 @@ def test_runtime_failures_exit_1_with_the_reason(tmp_path):
         assert taken.returncode == EXIT_ERROR
         assert f"cannot listen for handoff notifications on UDP port {UDP_PORT_HANDOFF_NOTIFY}" in taken.stderr
         for ns in (path.a, path.b):  # every failure above removed its kernel guard
+            assert "p4h_guard" not in ns.run(["nft", "list", "tables"]).stdout
+
+
+@needs_netns[0]
+@needs_netns[1]
+def test_a_terminated_sender_resets_its_peer_and_removes_its_guard():
+    with netns.Lab("trm") as lab:
+        path = make_path(lab)
+        path.a.rate_limit(path.link.dev_a, 10_000)
+        receiver = OurReceiver(path, "--notify-port", "0")
+        watch = RstWatch(path)
+        proc = lab.start(path.a, cli("send", "--to", RECEIVER, "--seconds", "30", "--notify-port", "0"),
+                         stdout=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT)
+        time.sleep(2.0)
+        assert "p4h_guard" in path.a.run(["nft", "list", "tables"]).stdout
+        assert watch.resets() == []
+        assert lab.stop(proc) == EXIT_ERROR  # SIGTERM: unwound, not killed
+        out, err = receiver.proc.communicate(timeout=30)
+        lab.processes.remove(receiver.proc)
+        assert receiver.proc.returncode == EXIT_ERROR and b"connection reset by peer" in err
+        # Our RST, then (data still queued in the rate limiter reaching the receiver, its ACKs reaching
+        # a sender that is gone) the kernel's RSTs for a closed port, as for any aborted connection:
+        # all from the sender's side.
+        resets = watch.resets()
+        assert resets and all(packet[12:16] == bytes([10, 0, 9, 1]) for packet in resets)
+        for ns in (path.a, path.b):
             assert "p4h_guard" not in ns.run(["nft", "list", "tables"]).stdout

@@ -124,6 +124,14 @@ class NetDriver:
             self._peer_addrs = {conn.remote_addr, conn.peer_home}
             self._watch_links(conn)
         deadline = self.clock() + timeout
+        try:
+            return self._loop(deadline, timeout, until, close_on_eof)
+        except (KeyboardInterrupt, SystemExit):
+            self._abort()  # interrupted (SIGINT, or SIGTERM via the CLI): tell the peer with a RST
+            raise
+
+    def _loop(self, deadline: float, timeout: float, until: Callable[[TcpConnection], bool] | None,
+              close_on_eof: bool) -> TcpConnection:
         select = self._selector.select
         clock = self.clock
         while True:
@@ -150,14 +158,18 @@ class NetDriver:
                 else:
                     self._take_segments(clock())
 
+    def _abort(self) -> None:
+        conn = self.conn
+        if conn is not None and not conn.closed:
+            conn.abort()
+            self._transmit(conn.poll(self.clock()))
+
     def _give_up(self, timeout: float) -> None:
         conn = self.conn
         if conn is None:
             raise TimeoutError(f"no connection arrived on port {self.port} within {timeout} s")
         state, error = conn.state.value, conn.error
-        if not conn.closed:
-            conn.abort()
-            self._transmit(conn.poll(self.clock()))
+        self._abort()
         raise TimeoutError(f"connection not finished within {timeout} s (state {state}"
                            f"{', ' + error if error else ''})")
 
