@@ -22,6 +22,7 @@ from hosts.tcp.connection import TcpConnection
 
 IP_MTU = 14  # linux/in.h
 DEFAULT_PORT = 5001
+MAX_IP_PACKET = 65535
 
 
 @dataclass
@@ -71,6 +72,7 @@ def config_for(mtu: int, mss: int | None, **settings: object) -> TcpConfig:
     """A TcpConfig whose segments fit `mtu` (ValueError if `mss` does not)."""
     if mtu < 68 + 40:
         raise ValueError(f"route MTU {mtu} is too small for TCP with options")
+    mtu = min(mtu, MAX_IP_PACKET)  # loopback's 65536 is more than an IPv4 total length can say
     return TcpConfig(mss=mss if mss is not None else mtu - 40, mtu=mtu, **settings)  # type: ignore[arg-type]
 
 
