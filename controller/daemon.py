@@ -22,6 +22,7 @@ import struct
 import sys
 import threading
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable
@@ -171,6 +172,23 @@ class Daemon:
             ev = self.events.get(timeout=timeout)
         except queue.Empty:
             ev = None
+        try:
+            self._handle(ev)
+            now = time.monotonic()
+            deadline = self.mobility.next_deadline()
+            if deadline is not None and deadline <= now:
+                self._apply(self.mobility.on_time(now))
+        except Exception as exc:        # a bug must not take every MH's buffer and the switches down with it
+            self.log("internal_error", {"error": repr(exc), "event": type(ev).__name__,
+                                        "trace": traceback.format_exc(limit=8)})
+            if isinstance(ev, ControlRequest):
+                ev.respond({"ok": False, "error": f"internal error: {exc!r}", "kind": "internal"})
+        now = time.monotonic()
+        if self._pending_status is not None and (now >= self._pending_status.deadline
+                                                 or not self._pending_status.waiting):
+            self._finish_status()
+
+    def _handle(self, ev: object) -> None:
         if isinstance(ev, PacketInEvent):
             self._on_packet_in(ev)
         elif isinstance(ev, Connected):
@@ -181,13 +199,6 @@ class Daemon:
             self._on_lost(ev)
         elif isinstance(ev, ControlRequest):
             self._on_request(ev)
-        now = time.monotonic()
-        deadline = self.mobility.next_deadline()
-        if deadline is not None and deadline <= now:
-            self._apply(self.mobility.on_time(now))
-        if self._pending_status is not None and (now >= self._pending_status.deadline
-                                                 or not self._pending_status.waiting):
-            self._finish_status()
 
     # ------------------------------------------------------------------ switches
 

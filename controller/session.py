@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from controller.network import Switch
-from controller.p4runtime import P4Info, P4RuntimeClient, P4RuntimeError, PacketIn
+from controller.p4runtime import P4Info, P4InfoError, P4RuntimeClient, P4RuntimeError, PacketIn
 from controller.p4runtime.client import pipeline_cookie
 
 
@@ -110,10 +110,14 @@ class SwitchSession:
                 reason = str(client.stream.failure or "stream ended").splitlines()[0]
                 self.post(Lost(self.sw.name, reason))
                 return
+            if client.p4info is None:
+                # packet-ins wait in the stream's queue until the daemon has fetched or pushed the pipeline
+                self._stop.wait(0.01)
+                continue
             try:
                 pkt = client.packet_in(timeout=0.2)
-            except P4RuntimeError as exc:       # a packet-in the P4Info cannot decode
-                self.last_error = str(exc)
+            except (P4RuntimeError, P4InfoError, ValueError) as exc:   # one undecodable packet-in
+                self.last_error = str(exc).splitlines()[0]
                 continue
             if pkt is not None:
                 self.post(PacketInEvent(self.sw.name, pkt, client, time.monotonic()))

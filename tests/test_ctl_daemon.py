@@ -1,0 +1,115 @@
+"""The real `p4handoff ctl run` process, with its switches unreachable (nothing listens on their ports).
+
+Checks what does not need BMv2: it serves its socket while it keeps trying to
+connect, keeps the MH model and counts what it could not send, answers
+operator requests with the documented exit codes, refuses to share a
+socket, logs JSON lines, and shuts down cleanly on SIGTERM. The switch side
+is covered by tests/test_ctl_bmv2.py.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from controller.cli import EXIT_OK, EXIT_REFUSED
+from controller.control import ControlError, request
+from p4handoff.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "controller" / "examples" / "three-switch.yaml"
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]          # closed again: nothing listens there
+
+
+def start(tmp_path: Path, sock: str) -> subprocess.Popen:
+    env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python", PYTHONPATH=str(REPO))
+    return subprocess.Popen([sys.executable, "-m", "p4handoff", "ctl", "run", "--network", str(tmp_path / "net.yaml"),
+                             "--log", str(tmp_path / "log.jsonl"), "--startup-timeout", "0.5"],
+                            env=env, cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_socket(sock: str, proc: subprocess.Popen, timeout: float = 30.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()[1]
+        try:
+            return request(sock, {"cmd": "status"})
+        except ControlError:
+            time.sleep(0.1)
+    raise TimeoutError("daemon did not serve its socket")
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    sock = str(tmp_path / "ctl.sock")
+    (tmp_path / "p4info.txtpb").write_text("")          # an empty P4Info is valid text format
+    (tmp_path / "bs.json").write_text("{}")
+    raw["controller"].update(socket=sock, p4info="p4info.txtpb", device_config="bs.json")
+    for sw in raw["switches"]:
+        sw["grpc"] = f"127.0.0.1:{closed_port()}"
+    raw["mobile_hosts"][0]["mac"] = "02:aa:00:00:00:01"
+    (tmp_path / "net.yaml").write_text(yaml.safe_dump(raw))
+    proc = start(tmp_path, sock)
+    try:
+        wait_socket(sock, proc)
+        yield proc, sock, tmp_path
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+def test_serves_while_switches_are_unreachable_and_keeps_the_model(daemon, capsys):
+    proc, sock, tmp = daemon
+    status = request(sock, {"cmd": "status"})
+    assert [s["state"] for s in status["switches"]] != ["up"] * 3
+    assert all("no gRPC server answered" in s["last_error"] or s["state"] == "connecting"
+               for s in status["switches"])
+    assert main(["ctl", "handoff", "mh1", "--to", "bs1", "--socket", sock]) == EXIT_OK
+    assert "mh1: attached at bs1" in capsys.readouterr().out
+    assert main(["ctl", "handoff", "mh2", "--to", "bs1", "--socket", sock]) == EXIT_REFUSED
+    assert "MAC of mh2 unknown" in capsys.readouterr().err
+    assert main(["ctl", "handoff", "mh1", "--to", "gw", "--socket", sock]) == EXIT_REFUSED
+    assert main(["ctl", "entries", "bs1", "--socket", sock]) == EXIT_REFUSED       # not connected
+    assert main(["ctl", "detach", "mh1", "--socket", sock]) == EXIT_OK
+    status = request(sock, {"cmd": "status"})
+    mh1 = next(m for m in status["mobile_hosts"] if m["mh"] == "mh1")
+    assert mh1["phase"] == "detached-buffering" and mh1["diverting"] == ["bs1"]
+    assert status["counters"]["dropped_effects"] > 0          # writes and notifications had nowhere to go
+    assert main(["ctl", "status", "--socket", sock]) == EXIT_OK
+    assert "mh1" in capsys.readouterr().out
+
+
+def test_a_second_daemon_on_the_same_socket_refuses_to_start(daemon):
+    proc, sock, tmp = daemon
+    second = start(tmp, sock)
+    _, err = second.communicate(timeout=60)
+    assert second.returncode == 1 and "already serving" in err
+    assert request(sock, {"cmd": "status"})["ok"]             # the first one is unharmed
+
+
+def test_sigterm_stops_cleanly_and_logs_json_lines(daemon):
+    proc, sock, tmp = daemon
+    request(sock, {"cmd": "handoff", "mh": "mh1", "to": "bs2"})
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 0
+    assert not os.path.exists(sock)
+    rows = [json.loads(line) for line in (tmp / "log.jsonl").read_text().splitlines()]
+    events = [r["event"] for r in rows]
+    assert events[0] == "controller_start" and events[-1] == "controller_stop"
+    assert "startup_done" in events and "attached" in events
+    assert all(isinstance(r["ts"], float) for r in rows)
