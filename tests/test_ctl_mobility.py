@@ -484,3 +484,13 @@ def test_recovery_removes_routes_of_an_mh_that_is_nowhere():
     fx = mob.recover(stale, 0.0)
     assert set((e.switch, e.addr, e.action) for e in fx) == {("gw", "10.0.1.2", None), ("bs1", "10.0.1.2", None)}
     assert mob.routes()["gw"] == {}                  # the fixed host's route is not mobility's business
+
+
+def test_malformed_registration_is_answered_134_only_on_access_ports():
+    f, mob, logs = make()
+    fx = mob.malformed_registration("bs1", 1, "02:aa:00:00:00:07", "10.0.1.7", 434, "too short")
+    assert len(fx) == 1 and fx[0].code is ReplyCode.POORLY_FORMED and fx[0].port == 1
+    assert mob.malformed_registration("bs1", 2, "02:aa:00:00:00:07", "10.0.1.7", 434, "too short") == []
+    assert mob.malformed_registration("gw", 1, "02:aa:00:00:00:07", "10.0.1.7", 434, "too short") == []
+    assert [fl.get("code") for e, fl in logs if e == "registration_rejected"] == [134, None, None]
+    assert all(not t for t in mob.routes().values())
