@@ -279,7 +279,11 @@ class Lab:
             except subprocess.TimeoutExpired:
                 errors.append(f"process {proc.pid} did not exit")
         for ns in reversed(self.namespaces):
-            done = _run(["ip", "netns", "del", ns.name], timeout=DEFAULT_TIMEOUT, check=False)
+            try:
+                done = _run(["ip", "netns", "del", ns.name], timeout=DEFAULT_TIMEOUT, check=False)
+            except NetnsError as exc:  # keep going: the others must still be removed
+                errors.append(str(exc))
+                continue
             if done.returncode != 0 and (NETNS_DIR / ns.name).exists():
                 errors.append(f"{ns.name}: {done.stderr.strip()}")
         self.namespaces.clear()

@@ -68,12 +68,14 @@ def test_started_process_runs_inside_and_is_stopped_by_pid():
 
 def test_close_stops_a_process_that_ignores_sigterm():
     lab = netns.Lab("t")
-    a = lab.namespace("a")
-    proc = lab.start(a, [sys.executable, "-c",
-                         "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-                         "print('up', flush=True); time.sleep(60)"], stdout=subprocess.PIPE)
-    assert proc.stdout.readline() == b"up\n"
-    lab.close()
+    try:
+        a = lab.namespace("a")
+        proc = lab.start(a, [sys.executable, "-c",
+                             "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                             "print('up', flush=True); time.sleep(60)"], stdout=subprocess.PIPE)
+        assert proc.stdout.readline() == b"up\n"
+    finally:
+        lab.close()
     assert proc.returncode == -9
     assert not (netns.NETNS_DIR / a.name).exists()
 
