@@ -12,6 +12,7 @@ from typing import Sequence
 
 from hosts.cli import add_parser as add_host_parser
 from controller.cli import add_parser as add_ctl_parser
+from topo.cli import add_parser as add_run_parser
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -23,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     add_host_parser(sub)
     add_ctl_parser(sub)
+    add_run_parser(sub)
     return parser
 
 

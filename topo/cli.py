@@ -1,0 +1,127 @@
+"""`p4handoff run SCENARIO.yaml`: run a scenario file and write its report.
+
+Backends: `sim` (the deterministic simulator), `lab` (Mininet + BMv2 +
+the controller + host endpoints on real packets), `auto` (lab when BMv2
+and Mininet are usable here, else sim; it says which). Sweeps come from
+the file (`sweep:`) or from `--sweep PATH=V1,V2,...`; `--set PATH=VALUE`
+changes any field first (values are YAML: 20, 10ms, [a, b], true).
+Exit codes: 0 done, 1 runtime error, 2 usage, 3 invalid scenario.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from topo.runner import REPO_ROOT, Backend, run_scenario
+from topo.scenario import SweepAxis, load
+from topo.units import ScenarioError
+
+EXIT_INVALID = 3
+
+
+def _assignment(text: str) -> tuple[str, Any]:
+    path, sep, value = text.partition("=")
+    if not sep or not path:
+        raise argparse.ArgumentTypeError(f"expected PATH=VALUE, got {text!r}")
+    try:
+        return path.strip(), yaml.safe_load(value)
+    except yaml.YAMLError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: value is not YAML: {exc}") from None
+
+
+def _sweep(text: str) -> SweepAxis:
+    path, sep, values = text.partition("=")
+    if not sep or not path or not values:
+        raise argparse.ArgumentTypeError(f"expected PATH=V1,V2,..., got {text!r}")
+    try:
+        parsed = tuple(yaml.safe_load(v) for v in values.split(","))
+    except yaml.YAMLError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: a value is not YAML: {exc}") from None
+    return SweepAxis(path.strip(), path.strip().split(".")[-1], parsed)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
+    return n
+
+
+def _seed(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {n}")
+    return n
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run a scenario file (traces/*.yaml) and write its report",
+                       description=__doc__.splitlines()[0], epilog=__doc__.split("\n\n", 1)[1],
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("scenario", type=Path, nargs="+", help="scenario file(s)")
+    p.add_argument("--backend", choices=("auto", "sim", "lab"), default="auto")
+    p.add_argument("--seed", type=_seed, help="seed of the first repeat (default: the file's seed)")
+    p.add_argument("--repeat", type=_positive_int, default=1, metavar="K", help="repeats per run, seeds seed..seed+K-1")
+    p.add_argument("--set", type=_assignment, action="append", default=[], metavar="PATH=VALUE",
+                   help="override a field, e.g. topology.cells.g3.queue.limit=20")
+    p.add_argument("--sweep", type=_sweep, action="append", default=[], metavar="PATH=V1,V2",
+                   help="sweep a field over values (adds to / replaces the file's sweep of that path)")
+    p.add_argument("--schemes", type=lambda t: tuple(s.strip() for s in t.split(",") if s.strip()), default=(),
+                   help="compare these schemes instead of the file's variants (comma-separated)")
+    p.add_argument("--results", type=Path, default=REPO_ROOT / "results", help="results root (default results/)")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
+    p.add_argument("--check", action="store_true", help="only validate the file(s) and list the planned runs")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_run)
+
+
+def choose_backend(name: str) -> tuple[Backend, str]:
+    """The backend object and why it was chosen (RuntimeError if `lab` is asked for but cannot run)."""
+    from topo.sim_backend import SimBackend
+    if name == "sim":
+        return SimBackend(), "asked for"
+    from topo import lab_backend
+    ok, reason = lab_backend.available()
+    if name == "lab":
+        if not ok:
+            raise RuntimeError(f"the lab backend cannot run here: {reason}")
+        return lab_backend.LabBackend(), "asked for"
+    if ok:
+        return lab_backend.LabBackend(), "auto: BMv2, Mininet and root are available"
+    return SimBackend(), f"auto: lab unavailable — {reason}"
+
+
+def _run(args: argparse.Namespace) -> int:
+    files = []
+    for path in args.scenario:
+        try:
+            files.append(load(path, tuple(args.set), tuple(args.sweep), args.schemes))
+        except ScenarioError as exc:
+            print(exc, file=sys.stderr)
+            return EXIT_INVALID
+    if args.check:
+        for sf in files:
+            print(f"{sf.source}: valid — {len(sf.variants)} variant(s) × {len(sf.points())} sweep point(s): "
+                  f"{', '.join(sf.labels)}")
+        return 0
+    backend, reason = choose_backend(args.backend)
+    print(f"backend: {backend.name} ({reason})", file=sys.stderr)
+    from topo.report import summary_table
+    for sf in files:
+        res = run_scenario(sf, backend, seed=args.seed, repeats=args.repeat, results_root=args.results,
+                           backend_reason=reason, progress_out=None if args.quiet else sys.stderr,
+                           make_plots=not args.no_plots)
+        print(f"\n## {sf.title}\n")
+        print(summary_table(res))
+        print(f"\nresults: {res.directory}\nreport:  {res.directory / 'report.md'}")
+    return 0

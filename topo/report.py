@@ -1,0 +1,264 @@
+"""`report.md`: our numbers in the paper's own format, beside the published ones, gaps stated.
+
+Sections: what ran (backend and why, seeds, wall time); the settings the
+paper leaves open (so a reader can judge every comparison); ours vs
+published (Mb/s and % of ideal, ratio ours/published, the gap in words);
+the paper's claims (orderings, ratios, bounds) checked at every sweep
+point; every measured quantity (mean ± sd over repeats); losses by cause;
+the plots.
+"""
+from __future__ import annotations
+
+import math
+
+from topo.runner import Results, point_label
+from topo.scenario import Expectation, Quantity, QueueSpec, Scenario
+from topo.units import format_rate
+
+RATE_METRICS = ("throughput", "total_throughput", "ideal")
+
+
+def fmt(metric: str, v: float) -> str:
+    """A value in the unit the papers use: Mb/s, %, packets, counts."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    if metric in RATE_METRICS:
+        return f"{v / 1e6:.3f}"
+    if metric in ("percent_of_ideal",):
+        return f"{v:.1f}"
+    if metric in ("loss_rate", "utilization"):
+        return f"{100 * v:.2f}"
+    if metric in ("max_avg_queue",):
+        return f"{v:.1f}"
+    return f"{v:.0f}" if float(v).is_integer() else f"{v:.1f}"
+
+
+def unit(metric: str) -> str:
+    return {"throughput": "Mb/s", "total_throughput": "Mb/s", "ideal": "Mb/s", "percent_of_ideal": "% of ideal",
+            "loss_rate": "%", "utilization": "%", "max_avg_queue": "packets", "max_queue": "packets",
+            "data_losses": "packets", "drops": "packets", "delivered_bytes": "bytes",
+            "dummies_sent": "segments"}.get(metric, "")
+
+
+def describe(q: Quantity) -> str:
+    subject = f" of {q.flow}" if q.flow else f" on {q.link}" if q.link else ""
+    return f"{q.metric.replace('_', ' ')}{subject} ({unit(q.metric)}, window {q.window})"
+
+
+def _queue_text(q: QueueSpec | None) -> str:
+    if q is None:
+        return "none (ideal wire)"
+    if q.aqm == "droptail":
+        return f"drop-tail, {q.limit} packets"
+    return (f"{q.aqm.upper()}, {q.limit} packets, min_th {q.min_th:g}, max_th {q.max_th:g}, max_p {q.max_p:g}, "
+            f"w_q {q.w_q:g}")
+
+
+def settings(scn: Scenario) -> list[str]:
+    t = scn.tcp
+    lines = ["| setting | value |", "|---|---|",
+             f"| packet size (TCP payload) | {t.packet_size} B ({t.packet_size + 52} B on the wire) |",
+             f"| receiver window (cwnd cap) | {t.window} segments |",
+             f"| initial window | {t.iw} segments |",
+             f"| minimum RTO | {t.min_rto:g} s (initial {t.initial_rto:g} s) |",
+             f"| delayed ACKs | {'on' if t.delayed_ack else 'off'} |",
+             f"| SACK / timestamps | {'on' if t.sack else 'off'} / {'on' if t.timestamps else 'off'} |"]
+    for f in scn.flows:
+        if f.tcp != t:
+            lines.append(f"| flow {f.name} | {f.tcp.packet_size} B, window {f.tcp.window}, IW {f.tcp.iw}, "
+                         f"min RTO {f.tcp.min_rto:g} s |")
+    for c in scn.topology.cells:
+        lines.append(f"| cell {c.name} ({c.bs}) | {format_rate(c.rate_bps)}, {c.delay * 1e3:g} ms one way, "
+                     f"loss {c.loss:g}; buffer: {_queue_text(c.queue)} |")
+    for link in scn.topology.links:
+        if link.rate_bps is not None:
+            lines.append(f"| link {link.a} → {link.b} | {format_rate(link.rate_bps)}, {link.delay * 1e3:g} ms; "
+                         f"buffer: {_queue_text(link.queue)} |")
+    for b in scn.topology.base_stations:
+        if b.ipf:
+            lines.append(f"| base station {b.name} | IPF buffering, {b.ipf_limit} packets per MH |")
+    return lines
+
+
+def _ours(res: Results, point: tuple, variant: str, key: str, metric: str) -> str:
+    m = res.mean(point, variant, key)
+    text = fmt(metric, m)
+    if res.repeats > 1:
+        text += f" ± {fmt(metric, res.spread(point, variant, key))}"
+    return text
+
+
+def _published_section(res: Results) -> list[str]:
+    sf = res.scenario_file
+    pub = sf.published
+    if pub is None or not pub.values:
+        return []
+    scn0 = res.records[0].scenario
+    window = pub.window or scn0.measure.windows[0].name
+    tq = next((q for q in scn0.measure.table if q.metric == "throughput" and q.window == window), None)
+    pq = next((q for q in scn0.measure.table if q.metric == "percent_of_ideal" and q.window == window), None)
+    if tq is None:
+        return []
+    w = scn0.measure.window(window)
+    lines = ["## Ours vs published", "", f"Source: {pub.source}. Window {w.t0:g}–{w.t1:g} s.", ""]
+    for point in sf.points():
+        rec = next(r for r in res.records if r.point == point)
+        if point:
+            lines += [f"### {point_label(sf, point)}", ""]
+        ideal = (rec.detail.get("ideal_bps") or {}).get(window)
+        if ideal is not None or pub.ideal_bps is not None:
+            rule = rec.scenario.measure.ideal.outages if rec.scenario.measure.ideal else ""
+            lines.append(f"Ideal: ours {fmt('ideal', ideal) if ideal is not None else 'n/a'} Mb/s "
+                         f"(outage time {rule}), published {fmt('ideal', pub.ideal_bps) if pub.ideal_bps else 'n/a'} Mb/s.")
+            lines.append("")
+        lines += ["| scheme | ours Mb/s | ours % of ideal | published Mb/s | published % | ours / published | gap |",
+                  "|---|---|---|---|---|---|---|"]
+        for label in sf.labels:
+            p = pub.values.get(label, {})
+            ours = res.mean(point, label, tq.key)
+            ours_pct = _ours(res, point, label, pq.key, "percent_of_ideal") if pq else "n/a"
+            pt, pp = p.get("throughput"), p.get("percent_of_ideal")
+            ratio = f"{ours / pt:.2f}" if pt else "n/a"
+            if pt:
+                diff = ours - pt
+                gap = f"{'+' if diff >= 0 else '−'}{abs(diff) / 1e6:.3f} Mb/s ({100 * diff / pt:+.0f} %)"
+            else:
+                gap = "no published number"
+            lines.append(f"| {label} | {_ours(res, point, label, tq.key, 'throughput')} | {ours_pct} | "
+                         f"{fmt('throughput', pt) if pt else '—'} | {f'{pp:.1f}' if pp is not None else '—'} | "
+                         f"{ratio} | {gap} |")
+        lines += ["", _gap_sentence(res, point, tq, pub.values), ""]
+    return lines
+
+
+def _gap_sentence(res: Results, point: tuple, tq: Quantity, values: dict[str, dict[str, float]]) -> str:
+    labels = [lab for lab in res.scenario_file.labels if values.get(lab, {}).get("throughput")]
+    if not labels:
+        return ""
+    ours_order = sorted(labels, key=lambda lab: -res.mean(point, lab, tq.key))
+    pub_order = sorted(labels, key=lambda lab: -values[lab]["throughput"])
+    same = ours_order == pub_order
+    worst = max(labels, key=lambda lab: abs(res.mean(point, lab, tq.key) / values[lab]["throughput"] - 1))
+    wr = res.mean(point, worst, tq.key) / values[worst]["throughput"]
+    return (f"Ordering of schemes: ours {' > '.join(ours_order)}; published {' > '.join(pub_order)} — "
+            f"{'reproduced' if same else 'NOT reproduced'}. Largest gap: {worst}, ours is {wr:.2f}× the published "
+            f"figure ({100 * (wr - 1):+.0f} %).")
+
+
+def evaluate(res: Results, e: Expectation, point: tuple) -> tuple[bool, str]:
+    """(holds, what we measured) for one claim at one sweep point."""
+    key, metric = e.quantity.key, e.quantity.metric
+    means = {v: res.mean(point, v, key) for v in e.variants}
+    if e.kind == "order":
+        holds = all(means[a] > means[b] for a, b in zip(e.variants, e.variants[1:]))
+        return holds, " > ".join(f"{v} {fmt(metric, means[v])}" for v in e.variants)
+    if e.kind == "ratio":
+        a, b = e.variants
+        r = means[a] / means[b] if means[b] else math.inf
+        holds = (e.at_least is None or r >= e.at_least) and (e.at_most is None or r <= e.at_most)
+        return holds, f"{r:.2f}"
+    v = means[e.variants[0]]
+    holds = (e.at_least is None or v >= e.at_least) and (e.at_most is None or v <= e.at_most)
+    return holds, fmt(metric, v)
+
+
+def _claims_section(res: Results) -> list[str]:
+    sf = res.scenario_file
+    pub = sf.published
+    if pub is None or (not pub.expect and not pub.findings):
+        return []
+    lines = ["## The paper's claims", ""]
+    if pub.expect:
+        head = "| claim | " + ("sweep point | " if sf.sweep else "") + "ours | published | required | holds |"
+        lines += [head, "|" + "---|" * (head.count("|") - 1)]
+        for e in pub.expect:
+            held = 0
+            for point in sf.points():
+                holds, ours = evaluate(res, e, point)
+                held += holds
+                req = " and ".join(x for x in (f"≥ {e.at_least:g}" if e.at_least is not None else "",
+                                               f"≤ {e.at_most:g}" if e.at_most is not None else "") if x)
+                row = f"| {e.claim} | " + (f"{point_label(sf, point)} | " if sf.sweep else "")
+                row += f"{ours} | {e.published if e.published is not None else '—'} | {req or 'as stated'} | " \
+                       f"{'yes' if holds else '**no**'} |"
+                lines.append(row)
+            if sf.sweep:
+                lines.append(f"| ↳ {e.claim}: holds at {held}/{len(sf.points())} points | | | | | |")
+        lines.append("")
+    if pub.findings:
+        lines += ["Published findings (figures; compare with the plots):", ""]
+        lines += [f"- {f}" for f in pub.findings]
+        lines.append("")
+    return lines
+
+
+def _quantities_section(res: Results) -> list[str]:
+    sf = res.scenario_file
+    scn0 = res.records[0].scenario
+    rep = f" (mean ± sd over {res.repeats} repeats, seeds {res.seed}–{res.seed + res.repeats - 1})" \
+        if res.repeats > 1 else f" (seed {res.seed})"
+    lines = ["## Measured" + rep, ""]
+    if not sf.sweep:
+        head = "| variant | " + " | ".join(describe(q) for q in scn0.measure.table) + " |"
+        lines += [head, "|" + "---|" * (len(scn0.measure.table) + 1)]
+        for label in sf.labels:
+            lines.append(f"| {label} | " + " | ".join(_ours(res, (), label, q.key, q.metric)
+                                                       for q in scn0.measure.table) + " |")
+        return lines + [""]
+    for q in scn0.measure.table:
+        lines += [f"**{describe(q)}**", "",
+                  "| " + " / ".join(a.label for a in sf.sweep) + " | " + " | ".join(sf.labels) + " |",
+                  "|" + "---|" * (len(sf.labels) + 1)]
+        for point in sf.points():
+            lines.append("| " + " / ".join(str(v) for _, v in point) + " | "
+                         + " | ".join(_ours(res, point, lab, q.key, q.metric) for lab in sf.labels) + " |")
+        lines.append("")
+    return lines
+
+
+def _losses_section(res: Results) -> list[str]:
+    lines = ["## Data losses by cause (repeat 0, whole run)", "", "| run | flow | sent | lost | causes |",
+             "|---|---|---|---|---|"]
+    for r in res.records:
+        if r.repeat:
+            continue
+        where = r.variant + (f" ({point_label(res.scenario_file, r.point)})" if r.point else "")
+        for name, f in r.detail["flows"].items():
+            causes = ", ".join(f"{k} {v}" for k, v in f["drops"].items()) or "—"
+            lines.append(f"| {where} | {name} | {f['data_segments_sent']} | {f['data_losses']} | {causes} |")
+    return lines + [""]
+
+
+def render(res: Results, figures: list[str]) -> str:
+    sf = res.scenario_file
+    scn0 = res.records[0].scenario
+    lines = [f"# {sf.title}", "",
+             f"Scenario `{sf.source}` (paper notes: `{sf.paper}.md`) · backend **{res.backend}**"
+             + (f" ({res.backend_reason})" if res.backend_reason else "")
+             + f" · run `{res.run_id}` · {len(res.records)} runs in {res.wall_seconds:.1f} s wall", ""]
+    if sf.overrides:
+        lines += ["Overrides: " + ", ".join(f"`{p}={v}`" for p, v in sf.overrides), ""]
+    if sf.description:
+        lines += [sf.description.strip(), ""]
+    lines += _published_section(res)
+    lines += _claims_section(res)
+    lines += _quantities_section(res)
+    lines += ["## Settings (the paper leaves these open)", ""] + settings(scn0) + [""]
+    if scn0.assumptions:
+        lines += [f"- {a}" for a in scn0.assumptions] + [""]
+    if sf.sweep:
+        lines += ["Swept: " + "; ".join(f"`{a.path}` ({a.label}) over {list(a.values)}" for a in sf.sweep), ""]
+    lines += _losses_section(res)
+    if figures:
+        lines += ["## Plots", ""] + [f"![{f}]({f})" for f in figures] + [""]
+    return "\n".join(lines)
+
+
+def summary_table(res: Results) -> str:
+    """The ours-vs-published table alone (what `p4handoff run` prints at the end)."""
+    section = _published_section(res)
+    if section:
+        return "\n".join(section[2:])
+    return "\n".join(_quantities_section(res)[2:])
+
+
