@@ -454,7 +454,10 @@ def test_forwarding_counters_and_default_action(client, hosts):
     assert client.read_counter("rx_pkts", 1) == CounterValue(0, 0)
     h2.send(frame(7))  # port 2 has no entry: the default action (drop) applies
     assert h1.receive(timeout=0.5) is None
+    assert client.read_default("port_fwd") == TableEntry("MiniIngress.port_fwd", action="MiniIngress.drop",
+                                                         is_default=True)
     client.set_default("port_fwd", "forward", port=1)
+    assert client.read_default("port_fwd").params == {"port": 1}
     h2.send(frame(8))
     assert h1.receive() == frame(8)
 

@@ -20,12 +20,12 @@ os.environ.setdefault("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")
 
 from .client import P4RuntimeClient, default_election_id  # noqa: E402
 from .encoding import EncodingError, decode_int, encode_value  # noqa: E402
-from .entities import CounterValue, PacketIn, TableEntry, UpdateType  # noqa: E402
+from .entities import CounterValue, PacketIn, TableEntry, UpdateType, normalize  # noqa: E402
 from .errors import P4RuntimeError, UpdateError  # noqa: E402
 from .p4info import P4Info, P4InfoError  # noqa: E402
 
 __all__ = [
     "CounterValue", "EncodingError", "P4Info", "P4InfoError", "P4RuntimeClient", "P4RuntimeError",
     "PacketIn", "TableEntry", "UpdateError", "UpdateType", "decode_int", "default_election_id",
-    "encode_value",
+    "encode_value", "normalize",
 ]

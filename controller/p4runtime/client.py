@@ -213,6 +213,17 @@ class P4RuntimeClient:
         entity = p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry(table_id=table_id))
         return [decode_table_entry(p4info, e.table_entry) for e in self.read([entity])]
 
+    def read_default(self, table: str) -> TableEntry:
+        """The default entry of `table` (`action` None if the switch reports none)."""
+        p4info = self._need_p4info()
+        request = p4runtime_pb2.TableEntry(table_id=p4info.table(table).preamble.id, is_default_action=True)
+        entries = [decode_table_entry(p4info, e.table_entry)
+                   for e in self.read([p4runtime_pb2.Entity(table_entry=request)])]
+        if len(entries) != 1:
+            raise P4RuntimeError("Read", grpc.StatusCode.INTERNAL,
+                                 f"expected one default entry of {table}, the switch sent {len(entries)}")
+        return entries[0]
+
     def clear_table(self, table: str | None = None) -> int:
         """Delete every entry of `table` (or of all tables); returns how many were deleted."""
         entries = self.read_table(table)
