@@ -173,20 +173,27 @@ def _sweeps(res: Results, out: Path) -> list[str]:
     for q in scn.measure.table:
         fig, ax = plt.subplots(figsize=(7, 4))
         others = sf.points()
-        for lab in sf.labels:
+        scale = 1e6 if q.metric in ("throughput", "total_throughput", "ideal") else (
+            0.01 if q.metric in ("loss_rate", "utilization") else 1)
+        pub = sf.published
+        for c, lab in enumerate(sf.labels):
+            color = f"C{c % 10}"
+            published = (pub.values.get(lab, {}).get(q.metric) if pub is not None and q.window == pub.window
+                         else None)
+            if published is not None:
+                ax.axhline(published / (1e6 if q.metric == "throughput" else 1), color=color, lw=0.8, ls="--")
             # with several axes, draw one line per value of the others (first axis on x)
             groups: dict[tuple, list[tuple]] = {}
             for point in others:
                 groups.setdefault(point[1:], []).append(point)
-            for rest, pts in groups.items():
+            for g, (rest, pts) in enumerate(groups.items()):
                 xs = [p[0][1] for p in pts] if numeric else list(range(len(pts)))
                 ys = [res.mean(p, lab, q.key) for p in pts]
                 es = [res.spread(p, lab, q.key) for p in pts]
-                scale = 1e6 if q.metric in ("throughput", "total_throughput", "ideal") else (
-                    0.01 if q.metric in ("loss_rate", "utilization") else 1)
                 tag = lab + (" " + ", ".join(f"{p.split('.')[-1]}={v}" for p, v in rest) if rest else "")
                 ax.errorbar(xs, [y / scale for y in ys], yerr=[e / scale for e in es] if res.repeats > 1 else None,
-                            marker="o", ms=3, lw=1, capsize=2, label=tag)
+                            marker="o", ms=3, lw=1, capsize=2, label=tag, color=color,
+                            ls=("-", "-.", ":", (0, (5, 1)))[g % 4])
         if not numeric:
             ax.set_xticks(range(len(axis.values)), [str(v) for v in axis.values])
         ax.set_xlabel(axis.label)
@@ -194,7 +201,8 @@ def _sweeps(res: Results, out: Path) -> list[str]:
                       + f" ({unit(q.metric)})")
         ax.grid(True, lw=0.3)
         ax.legend(fontsize=7)
-        ax.set_title(sf.title, fontsize=10)
+        ax.set_title(sf.title + ("\n(dashed: published)" if pub is not None and pub.values
+                                 and q.metric in ("throughput", "percent_of_ideal") else ""), fontsize=10)
         fig.tight_layout()
         name = f"sweep-{q.metric}-{q.flow or q.link or 'all'}.png".replace(">", "").replace("/", "-")
         fig.savefig(out / name, dpi=DPI)

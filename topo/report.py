@@ -101,6 +101,8 @@ def _published_section(res: Results) -> list[str]:
         return []
     w = scn0.measure.window(window)
     lines = ["## Ours vs published", "", f"Source: {pub.source}. Window {w.t0:g}–{w.t1:g} s.", ""]
+    if sf.sweep:
+        return lines + _published_sweep(res, tq, pq, window)
     for point in sf.points():
         rec = next(r for r in res.records if r.point == point)
         if point:
@@ -128,6 +130,42 @@ def _published_section(res: Results) -> list[str]:
                          f"{fmt('throughput', pt) if pt else '—'} | {f'{pp:.1f}' if pp is not None else '—'} | "
                          f"{ratio} | {gap} |")
         lines += ["", _gap_sentence(res, point, tq, pub.values), ""]
+    return lines
+
+
+def _published_sweep(res: Results, tq: Quantity, pq: Quantity | None, window: str) -> list[str]:
+    """One row per sweep point: each scheme's Mb/s, % of ideal and ratio to the published figure."""
+    sf = res.scenario_file
+    pub = sf.published
+    assert pub is not None
+    labels = sf.labels
+    head = "| " + " / ".join(a.label for a in sf.sweep) + " | " + " | ".join(
+        f"{lab}: Mb/s (% ideal, × published)" for lab in labels) + " | ordering |"
+    lines = [head, "|" + "---|" * (len(labels) + 2)]
+    pub_order = sorted((lab for lab in labels if pub.values.get(lab, {}).get("throughput")),
+                       key=lambda lab: -pub.values[lab]["throughput"])
+    cells = []
+    for lab in labels:
+        p = pub.values.get(lab, {})
+        cells.append(f"{fmt('throughput', p['throughput']) if 'throughput' in p else '—'}"
+                     + (f" ({p['percent_of_ideal']:.1f} %)" if "percent_of_ideal" in p else ""))
+    lines.append("| published | " + " | ".join(cells) + f" | {' > '.join(pub_order)} |")
+    reproduced = 0
+    for point in sf.points():
+        cells = []
+        for lab in labels:
+            ours = res.mean(point, lab, tq.key)
+            pt = pub.values.get(lab, {}).get("throughput")
+            pct = f"{res.mean(point, lab, pq.key):.1f} %" if pq else ""
+            cells.append(f"{_ours(res, point, lab, tq.key, 'throughput')} ({pct}"
+                         + (f", {ours / pt:.2f}×" if pt else "") + ")")
+        order = sorted(pub_order, key=lambda lab: -res.mean(point, lab, tq.key))
+        same = order == pub_order
+        reproduced += same
+        lines.append("| " + " / ".join(str(v) for _, v in point) + " | " + " | ".join(cells)
+                     + f" | {'reproduced' if same else '**differs**: ' + ' > '.join(order)} |")
+    lines += ["", f"The published ordering ({' > '.join(pub_order)}) holds at {reproduced} of "
+              f"{len(sf.points())} sweep points. Ratios above 1 mean we measured more than the paper.", ""]
     return lines
 
 

@@ -297,9 +297,15 @@ class Variant:
 
 @dataclass(frozen=True)
 class SweepAxis:
+    """Values for one field, or for several fields that move together (`path` lists them, comma-separated)."""
+
     path: str
     label: str
     values: tuple[Any, ...]
+
+    @property
+    def paths(self) -> list[str]:
+        return [p.strip() for p in self.path.split(",")]
 
 
 @dataclass(frozen=True)
@@ -678,11 +684,17 @@ _MOVE_KINDS = ("switch", "alternate", "visits", "overlap", "attach", "detach", "
 
 
 def _times(v: Any) -> list[float]:
-    """A time, a list of times, or {from, every, count}."""
+    """A time, a list of times, {from, every, count}, or {from, to, count} (count times evenly in [from, to))."""
     if isinstance(v, dict):
-        if set(v) != {"from", "every", "count"}:
-            raise ValueError(f"a time series is {{from, every, count}}, got keys {sorted(v)}")
-        t0, step = parse_time(v["from"]), parse_time(v["every"], allow_zero=False)
+        if set(v) == {"from", "every", "count"}:
+            t0, step = parse_time(v["from"]), parse_time(v["every"], allow_zero=False)
+        elif set(v) == {"from", "to", "count"}:
+            t0, t1 = parse_time(v["from"]), parse_time(v["to"])
+            if t1 <= t0:
+                raise ValueError(f"to ({t1:g} s) must be after from ({t0:g} s)")
+            step = (t1 - t0) / _int(1, 100000)(v["count"])
+        else:
+            raise ValueError(f"a time series is {{from, every, count}} or {{from, to, count}}, got keys {sorted(v)}")
         count = _int(1, 100000)(v["count"])
         return [t0 + k * step for k in range(count)]
     if isinstance(v, list):
@@ -1166,11 +1178,12 @@ class ScenarioFile:
         doc = copy.deepcopy(self.doc)
         errors = Errors()
         where = f"variant {variant.label}" + (f" at {_point_text(point)}" if point else "")
-        for path, value in (*self.overrides, *variant.overrides, *point):
-            try:
-                set_path(doc, path, value)
-            except ValueError as exc:
-                errors.add(f"{where}: {path}", str(exc))
+        for paths, value in (*self.overrides, *variant.overrides, *point):
+            for path in paths.split(","):
+                try:
+                    set_path(doc, path.strip(), value)
+                except ValueError as exc:
+                    errors.add(f"{where}: {path.strip()}", str(exc))
         errors.raise_if_any(self.source)
         scenario = _validate(doc, errors, variant, point)
         if errors or scenario is None:
@@ -1276,17 +1289,19 @@ def _sweep(o: _Obj, errors: Errors, doc: dict) -> list[SweepAxis]:
     for k, item in enumerate(o.get("sweep", _list, default=[]) or []):
         p = f"sweep[{k}]"
         s = _Obj(item, p, errors, ("path", "label", "values"))
-        path = s.get("path", _str, required=True)
+        raw_path = s.get("path", lambda v: ",".join(v) if isinstance(v, list) and v and all(
+            isinstance(x, str) for x in v) else _str(v), required=True)
         values = s.get("values", _list, required=True)
         if values is not None and not values:
             errors.add(f"{p}.values", "must list at least one value")
-        if path is not None:
+        path = raw_path
+        for one in (raw_path or "").split(",") if raw_path else ():
             try:
-                split_path(path)
-                get_path(doc, path)
+                split_path(one.strip())
+                get_path(doc, one.strip())
             except ValueError as exc:
                 errors.add(f"{p}.path", str(exc))
-                continue
+                path = None
         if path and values:
             out.append(SweepAxis(path, s.get("label", _str, default=path.split(".")[-1]), tuple(values)))
     return out
@@ -1306,10 +1321,11 @@ def parse(doc: Any, source: str = "<scenario>", overrides: tuple[tuple[str, Any]
     variants = _variants(o, errors)
     sweep = _sweep(o, errors, doc)
     for axis in extra_sweep:
-        try:
-            get_path(doc, axis.path)
-        except ValueError as exc:
-            errors.add(f"--sweep {axis.path}", str(exc))
+        for one in axis.paths:
+            try:
+                get_path(doc, one)
+            except ValueError as exc:
+                errors.add(f"--sweep {one}", str(exc))
         sweep = [a for a in sweep if a.path != axis.path] + [axis]
     errors.raise_if_any(source)
     probe = Variant(variants[0].label, variants[0].scheme, variants[0].overrides)
@@ -1343,10 +1359,15 @@ def parse(doc: Any, source: str = "<scenario>", overrides: tuple[tuple[str, Any]
     return sf
 
 
-def load(path: str | Path, overrides: tuple[tuple[str, Any], ...] = (), extra_sweep: tuple[SweepAxis, ...] = (),
-         schemes: tuple[str, ...] = ()) -> ScenarioFile:
-    """Read and validate a scenario file (ScenarioError with every problem; OSError if unreadable)."""
+def read_document(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict:
+    """The YAML document of a scenario file, with `extends: other.yaml` resolved.
+
+    A file that extends another takes the other's top-level fields and
+    replaces those it states itself (a sweep file is its case plus a sweep).
+    """
     path = Path(path)
+    if path.resolve() in _seen:
+        raise ScenarioError(str(path), [("extends", "files extend each other in a cycle")])
     text = path.read_text()
     try:
         doc = yaml.safe_load(text)
@@ -1354,4 +1375,22 @@ def load(path: str | Path, overrides: tuple[tuple[str, Any], ...] = (), extra_sw
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(top)"
         raise ScenarioError(str(path), [(where, f"not valid YAML: {getattr(exc, 'problem', exc)}")]) from None
-    return parse(doc, str(path), overrides, extra_sweep, schemes)
+    if not isinstance(doc, dict) or "extends" not in doc:
+        return doc
+    base_name = doc.pop("extends")
+    if not isinstance(base_name, str):
+        raise ScenarioError(str(path), [("extends", f"must be a file name, got {base_name!r}")])
+    base_path = path.parent / base_name
+    if not base_path.is_file():
+        raise ScenarioError(str(path), [("extends", f"no file {base_path}")])
+    base = read_document(base_path, (*_seen, path.resolve()))
+    if not isinstance(base, dict):
+        raise ScenarioError(str(base_path), [("(top)", "must be a mapping")])
+    base.update(doc)
+    return base
+
+
+def load(path: str | Path, overrides: tuple[tuple[str, Any], ...] = (), extra_sweep: tuple[SweepAxis, ...] = (),
+         schemes: tuple[str, ...] = ()) -> ScenarioFile:
+    """Read and validate a scenario file (ScenarioError with every problem; OSError if unreadable)."""
+    return parse(read_document(path), str(path), overrides, extra_sweep, schemes)
