@@ -71,8 +71,10 @@ def build(scn: Scenario, seed: int, trace_dir: Path | None) -> tuple[Network, di
         nodes[m.name] = mh = net.mobile_host(m.name, m.home, dict(m.interfaces))
         if m.start:
             net.start_in(mh, m.start[0], cells[m.start[1]])
-    for b in topo.background_hosts:
-        nodes[b.name] = bg = net.mobile_host(b.name, b.address, {BACKGROUND_IFACE: b.address})
+    for k, b in enumerate(topo.background_hosts):
+        # the simulator wants a care-of address distinct from the home address; nothing sends to it
+        coa = f"169.254.{k // 250}.{k % 250 + 1}"
+        nodes[b.name] = bg = net.mobile_host(b.name, b.address, {BACKGROUND_IFACE: coa})
         net.start_in(bg, BACKGROUND_IFACE, cells[b.cell])
     for op in scn.mobility:
         mh = nodes[op.mh]
