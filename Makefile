@@ -10,7 +10,7 @@ P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
 # protobuf it only loads with the pure-Python implementation.
 export PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION := python
 
-.PHONY: setup build test unit ptf clean bench-hosts bench-pipeline bench-controller
+.PHONY: setup build test unit ptf clean bench-hosts bench-pipeline run run-sweeps run-all bench-lab bench-controller
 
 setup: ## install everything installable from apt and PyPI; report what is missing
 	bash scripts/setup.sh
@@ -41,6 +41,23 @@ bench-hosts: ## our TCP sender's goodput vs Linux TCP over one veth pair (needs 
 
 bench-controller: build ## handoff completion time and handoff rate of the controller on BMv2 (needs root)
 	$(PY) bench/controller.py
+
+# The lab (issue 5): scenario files in traces/, results in results/<scenario>/<run-id>/.
+BACKEND ?= auto
+RUN_SET ?= traces/vh-wlan-to-3g.yaml traces/vh-3g-to-lan.yaml traces/vh-switching.yaml
+SWEEP_SET ?= traces/vh-wlan-to-3g-buffers.yaml traces/vh-3g-to-lan-buffers.yaml traces/vh-switching-buffers.yaml
+
+run: ## the default experiment set: the three vertical-handoff cases beside the published table (BACKEND=auto|sim|lab)
+	$(PY) -m p4handoff run $(RUN_SET) --backend $(BACKEND)
+
+run-sweeps: ## buffer / min-RTO sensitivity of the three vertical-handoff cases (simulator)
+	$(PY) -m p4handoff run $(SWEEP_SET) --backend sim
+
+run-all: ## every scenario file in traces/ (simulator; tens of minutes)
+	$(PY) -m p4handoff run traces/*.yaml --backend sim
+
+bench-lab: ## simulator speed and the link emulator's rate/delay error (emulator part needs root)
+	$(PY) bench/lab.py
 
 clean:
 	rm -rf $(BUILD)

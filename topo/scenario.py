@@ -1307,6 +1307,19 @@ def _sweep(o: _Obj, errors: Errors, doc: dict) -> list[SweepAxis]:
     return out
 
 
+def _prune_published(pub: dict, labels: set[str]) -> None:
+    """With --schemes the comparison has fewer columns: drop published numbers and claims about the others."""
+    if isinstance(pub.get("values"), dict):
+        pub["values"] = {k: v for k, v in pub["values"].items() if k in labels}
+    if isinstance(pub.get("expect"), list):
+        def named(item: Any) -> list:
+            if not isinstance(item, dict):
+                return []
+            raw = item.get("order", item.get("ratio", item.get("variant", [])))
+            return raw if isinstance(raw, list) else [raw]
+        pub["expect"] = [e for e in pub["expect"] if all(v in labels for v in named(e))]
+
+
 def parse(doc: Any, source: str = "<scenario>", overrides: tuple[tuple[str, Any], ...] = (),
           extra_sweep: tuple[SweepAxis, ...] = (), schemes: tuple[str, ...] = ()) -> ScenarioFile:
     """Validate a scenario document; every variant at every sweep point must resolve (ScenarioError lists all)."""
@@ -1328,6 +1341,8 @@ def parse(doc: Any, source: str = "<scenario>", overrides: tuple[tuple[str, Any]
                 errors.add(f"--sweep {one}", str(exc))
         sweep = [a for a in sweep if a.path != axis.path] + [axis]
     errors.raise_if_any(source)
+    if schemes and isinstance(doc.get("published"), dict):
+        _prune_published(doc["published"], {v.label for v in variants})
     probe = Variant(variants[0].label, variants[0].scheme, variants[0].overrides)
     base_doc = copy.deepcopy(doc)
     for path, value in overrides:

@@ -1,0 +1,126 @@
+"""The runner on the `sim` backend, end to end: results directory, report, plots, determinism, CLI."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hosts.sim.papers import vertical_handoff
+from topo.runner import run_scenario
+from topo.scenario import SweepAxis, load
+from topo.sim_backend import SimBackend
+
+ROOT = Path(__file__).resolve().parent.parent
+VH = ROOT / "traces" / "vh-wlan-to-3g.yaml"
+SHORT = (("duration", 16), ("measure.plot_range", [8, 16]))
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def run(tmp_path: Path, path: Path = VH, overrides=SHORT, schemes=("newreno", "bwaware"), seed=None,
+        repeats=1, sweep=(), plots=True, run_id="r"):
+    sf = load(path, overrides, sweep, schemes)
+    return run_scenario(sf, SimBackend(), seed=seed, repeats=repeats, results_root=tmp_path, run_id=run_id,
+                        progress_out=None, make_plots=plots)
+
+
+def test_short_vertical_handoff_end_to_end(tmp_path: Path) -> None:
+    res = run(tmp_path)
+    out = tmp_path / "vh-wlan-to-3g" / "r"
+    assert res.directory == out
+    body = json.loads((out / "metrics.json").read_text())
+    q = {r["variant"]: r["quantities"] for r in body["runs"]}
+    # the scenario maps onto the simulator exactly as the simulator's own setup of this case
+    for scheme, label in (("newreno", "TCP/mm"), ("bwaware", "Bandwidth-Aware")):
+        exp = vertical_handoff(scheme)
+        exp.run(16)
+        assert q[label]["throughput[main]@handoff"] == exp.flows[0].stats.throughput_bps(10, 15)
+    assert q["Bandwidth-Aware"]["throughput[main]@handoff"] > 2 * q["TCP/mm"]["throughput[main]@handoff"]
+    report = (out / "report.md").read_text()
+    assert "| TCP/mm | 0.128 | 33.3 | 0.117 | 30.5 | 1.09 |" in report
+    assert "reproduced" in report and "minimum RTO | 1 s" in report and "drop-tail, 10 packets" in report
+    for name in ("throughput.png", "cwnd-base.png", "seq-base.png", "queue-base.png"):
+        png = out / "plots" / name
+        assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 10_000
+        assert f"plots/{name}" in report
+    run_dir = out / "runs" / "base" / "TCP-mm" / "r0"
+    trace = (run_dir / "trace-main.csv").read_text().splitlines()
+    assert trace[0].startswith("time,conn,event") and len(trace) > 1000
+    assert (run_dir / "queues.csv").read_text().startswith("t,link,queue,data,dummy,avg\ng3,") is False
+    assert "detach mh.wlan wlan" in (run_dir / "timeline.txt").read_text()
+    counters = json.loads((run_dir / "counters.json").read_text())
+    assert set(counters["at_window_edges"]) == {"10", "15"}
+
+
+def test_same_seed_same_results_other_seed_differs(tmp_path: Path) -> None:
+    lossy = (*SHORT, ("topology.cells.g3.loss", 0.02))
+    a = run(tmp_path, overrides=lossy, schemes=("bwaware",), seed=3, plots=False, run_id="a")
+    b = run(tmp_path, overrides=lossy, schemes=("bwaware",), seed=3, plots=False, run_id="b")
+    c = run(tmp_path, overrides=lossy, schemes=("bwaware",), seed=4, plots=False, run_id="c")
+    ma, mb, mc = (json.loads((r.directory / "metrics.json").read_text())["runs"] for r in (a, b, c))
+    assert ma == [dict(r, dir=r["dir"]) for r in mb]
+    assert ma[0]["quantities"] != mc[0]["quantities"]
+    ta, tb = (r.directory / "runs/base/Bandwidth-Aware/r0/trace-main.csv" for r in (a, b))
+    assert ta.read_bytes() == tb.read_bytes()
+
+
+def test_repeats_and_sweeps_give_mean_and_spread(tmp_path: Path) -> None:
+    lossy = (*SHORT, ("topology.cells.g3.loss", 0.02))
+    res = run(tmp_path, overrides=lossy, schemes=("newreno",), repeats=2, plots=False,
+              sweep=(SweepAxis("topology.cells.g3.queue.limit", "3G buffer", (5, 20)),))
+    summary = json.loads((res.directory / "metrics.json").read_text())["summary"]
+    assert [s["point"] for s in summary] == [[["topology.cells.g3.queue.limit", 5]],
+                                             [["topology.cells.g3.queue.limit", 20]]]
+    stats = summary[0]["quantities"]["throughput[main]@handoff"]
+    assert stats["n"] == 2 and stats["min"] <= stats["mean"] <= stats["max"] and stats["sd"] >= 0
+    seeds = sorted({r.seed for r in res.records})
+    assert seeds == [0, 1]
+    report = (res.directory / "report.md").read_text()
+    assert "| 3G buffer | TCP/mm: Mb/s (% ideal, × published) |" in report
+    assert " ± " in report
+
+
+def test_background_hosts_and_time_stop(tmp_path: Path) -> None:
+    """A fixed receiver in a cell (UCC's dumbbell) and a flow that stops early."""
+    res = run(tmp_path, path=ROOT / "traces" / "ucc-loss.yaml", schemes=("newreno",), plots=False,
+              overrides=(("duration", 4), ("measure.windows.0.to", 4), ("flows.f2.stop", 2),
+                         ("measure.plot_range", [0, 4])),
+              sweep=(SweepAxis("topology.cells.bottleneck.loss", "loss", (0.0,)),))
+    flows = json.loads((res.directory / "metrics.json").read_text())["runs"][0]["flows"]
+    assert flows["f1"]["delivered_bytes"] > 1_000_000
+    rec = res.records[0].data
+    assert rec is not None
+    f2 = rec.flows["f2"]
+    # the application stops writing at 2 s: what it had handed over (at most a window) drains, then nothing
+    assert 0 < f2.delivered(4.0) - f2.delivered(2.0) <= 256 * 1000
+    assert f2.delivered(4.0) == f2.delivered(3.8) and rec.flows["f1"].delivered(4.0) > rec.flows["f1"].delivered(3.8)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "p4handoff", "run", *args], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+
+
+def test_cli_check_and_errors(tmp_path: Path) -> None:
+    ok = cli(str(VH), "--check")
+    assert ok.returncode == 0 and "3 variant(s) × 1 sweep point(s)" in ok.stdout
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("scenario: Bad Name\n")
+    res = cli(str(bad), "--check")
+    assert res.returncode == 3 and "(top).scenario" in res.stderr and "topology: required" in res.stderr
+    res = cli(str(VH), "--set", "topology.cells.g5.rate=1", "--check")
+    assert res.returncode == 3 and "no item named 'g5'" in res.stderr
+    res = cli(str(VH), "--repeat", "0")
+    assert res.returncode == 2
+    assert cli(str(tmp_path / "missing.yaml")).returncode == 1
+
+
+@pytest.mark.slow
+def test_cli_runs_and_prints_the_table(tmp_path: Path) -> None:
+    res = cli(str(VH), "--backend", "sim", "--set", "duration=16", "--schemes", "newreno,bwaware",
+              "--results", str(tmp_path), "--no-plots", "--quiet")
+    assert res.returncode == 0, res.stderr
+    assert "backend: sim (asked for)" in res.stderr
+    assert "| Bandwidth-Aware | 0.294 |" in res.stdout

@@ -1,0 +1,209 @@
+"""Scenario files: every file in traces/ loads; bad files are rejected with every problem named by path."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hosts.sim.papers import vertical_handoff
+from topo import metrics
+from topo.rawdoc import expand_counts, set_path
+from topo.scenario import SweepAxis, load, parse, read_document
+from topo.units import Errors, ScenarioError, parse_rate, parse_time
+
+TRACES = Path(__file__).resolve().parent.parent / "traces"
+VH = TRACES / "vh-wlan-to-3g.yaml"
+
+
+def vh_doc() -> dict:
+    return read_document(VH)
+
+
+def errors_of(doc: dict, **kw) -> dict[str, str]:
+    with pytest.raises(ScenarioError) as info:
+        parse(doc, "test.yaml", **kw)
+    return dict(info.value.errors)
+
+
+@pytest.mark.parametrize("path", sorted(TRACES.glob("*.yaml")), ids=lambda p: p.name)
+def test_every_trace_file_loads(path: Path) -> None:
+    sf = load(path)
+    assert sf.variants and sf.points()
+    scn = sf.resolve(sf.variants[0], sf.points()[0])
+    assert scn.flows and scn.measure.table
+    # every file states the values the papers leave open
+    assert scn.tcp.window and scn.tcp.min_rto and scn.tcp.iw and scn.tcp.delayed_ack is not None
+    assert all(c.queue.limit for c in scn.topology.cells)
+
+
+def test_there_is_a_file_for_every_experiment_of_the_notes() -> None:
+    names = {p.stem for p in TRACES.glob("*.yaml")}
+    assert {"vh-wlan-to-3g", "vh-3g-to-lan", "vh-switching", "vh-wlan-to-3g-buffers", "dsbp-capacity",
+            "dsbp-speed", "ucc-loss", "ucc-friendliness", "ipf-burst", "ipf-visits", "ipf-mh-count"} <= names
+
+
+def test_units() -> None:
+    assert parse_rate("384kbps") == 384e3
+    assert parse_rate("10 Mb/s") == 10e6
+    assert parse_rate(2e6) == 2e6
+    assert parse_time("70ms") == pytest.approx(0.070)
+    assert parse_time("250us") == pytest.approx(250e-6)
+    assert parse_time(3) == 3.0
+    for bad in ("fast", "-1Mbps", 0, True):
+        with pytest.raises(ValueError):
+            parse_rate(bad)
+    with pytest.raises(ValueError):
+        parse_time("-5ms")
+
+
+def test_all_errors_are_reported_with_their_paths() -> None:
+    doc = vh_doc()
+    doc["tcp"].pop("min_rto")
+    doc["topology"]["cells"][1]["rate"] = "fast"
+    doc["topology"]["cells"][0]["bs"] = "nowhere"
+    doc["topology"]["cells"][0]["queu"] = {"limit": 5}
+    doc["flows"][0]["to"] = "ghost"
+    doc["measure"]["windows"][0]["to"] = 99
+    errs = errors_of(doc)
+    assert "tcp.min_rto" in errs and "required" in errs["tcp.min_rto"]
+    assert "topology.cells[g3].rate" in errs and "not a rate" in errs["topology.cells[g3].rate"]
+    assert "topology.cells[wlan].bs" in errs and "nowhere" in errs["topology.cells[wlan].bs"]
+    assert "topology.cells[wlan].queu" in errs and "unknown field" in errs["topology.cells[wlan].queu"]
+
+
+def test_flow_and_window_errors() -> None:
+    doc = vh_doc()
+    doc["flows"][0]["to"] = "ghost"
+    doc["measure"]["windows"][0]["to"] = 99
+    errs = errors_of(doc)
+    assert "ghost" in errs["flows[main].to"]
+    assert any("after the run" in m for p, m in errs.items() if p.startswith("measure.windows"))
+
+
+def test_cell_buffer_is_required() -> None:
+    doc = vh_doc()
+    del doc["topology"]["cells"][1]["queue"]
+    assert "required" in errors_of(doc)["topology.cells[g3].queue"]
+
+
+def test_impossible_timeline_is_rejected() -> None:
+    doc = vh_doc()
+    doc["topology"]["mobile_hosts"][0]["moves"] = [{"handoff": {"iface": "g3"}, "at": 5}]
+    errs = errors_of(doc)
+    assert any("not attached" in m for p, m in errs.items() if "moves" in p)
+
+
+def test_published_values_must_name_a_variant() -> None:
+    doc = vh_doc()
+    doc["published"]["values"]["Reno"] = {"throughput": 1}
+    assert "no variant labelled 'Reno'" in errors_of(doc)["published.values.Reno"]
+
+
+def test_unknown_scheme_and_bad_sweep_path() -> None:
+    doc = vh_doc()
+    doc["schemes"] = ["newreno", "cubic"]
+    doc["sweep"] = [{"path": "topology.cells.g4.queue.limit", "values": [1]}]
+    errs = errors_of(doc)
+    assert "cubic" in errs["schemes[1]"]
+    assert "no item named 'g4'" in errs["sweep[0].path"]
+
+
+def test_invalid_sweep_point_is_reported_before_running() -> None:
+    errs = errors_of(vh_doc(), extra_sweep=(SweepAxis("topology.cells.g3.queue.limit", "b", (10, 0)),))
+    assert any("queue.limit" in p and "0" in m for p, m in errs.items())
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("scenario: x\ntopology: [unclosed\n")
+    with pytest.raises(ScenarioError) as info:
+        load(bad)
+    assert info.value.errors[0][0].startswith("line ")
+
+
+def test_extends_takes_the_base_and_replaces_fields(tmp_path: Path) -> None:
+    (tmp_path / "base.yaml").write_text(VH.read_text())
+    (tmp_path / "sweep.yaml").write_text("extends: base.yaml\nscenario: s2\ntitle: t2\n"
+                                         "sweep: [{path: tcp.min_rto, values: [0.2, 1]}]\n")
+    sf = load(tmp_path / "sweep.yaml")
+    assert sf.name == "s2" and len(sf.points()) == 2
+    assert sf.resolve(sf.variants[0], sf.points()[0]).tcp.min_rto == 0.2
+    (tmp_path / "a.yaml").write_text("extends: b.yaml\n")
+    (tmp_path / "b.yaml").write_text("extends: a.yaml\n")
+    with pytest.raises(ScenarioError, match="cycle"):
+        load(tmp_path / "a.yaml")
+
+
+def test_count_expansion_with_steps() -> None:
+    errors = Errors()
+    items = expand_counts([{"name": "c{i}", "count": 3, "delay": {"first": "39ms", "step": "2ms"},
+                            "rate": {"first": 1, "step": 1}}], "x", errors)
+    assert not errors
+    assert [i["name"] for i in items] == ["c1", "c2", "c3"]
+    assert [i["delay"] for i in items] == ["39ms", "41ms", "43ms"]
+    assert [i["rate"] for i in items] == [1, 2, 3]
+    expand_counts([{"count": 0}], "x", errors)
+    assert errors.items[0][0] == "x[0].count"
+
+
+def test_override_by_name_and_index() -> None:
+    doc = vh_doc()
+    set_path(doc, "topology.cells.g3.queue.limit", 40)
+    set_path(doc, "flows.0.scheme", "newreno")
+    assert doc["topology"]["cells"][1]["queue"]["limit"] == 40
+    with pytest.raises(ValueError, match="no item named"):
+        set_path(doc, "topology.cells.nope.rate", 1)
+
+
+def test_switching_timeline_and_ideal_match_the_paper_and_the_simulator() -> None:
+    sf = load(TRACES / "vh-switching.yaml")
+    scn = sf.resolve(sf.variants[0])
+    handoffs = [(op.at, op.iface) for op in scn.mobility if op.op == "handoff"]
+    assert handoffs == [(10.5, "g3"), (13.5, "wlan"), (16.5, "g3"), (19.5, "wlan")]
+    assert metrics.ideal_bps(scn, 10, 20) == pytest.approx(3.192e6)
+    exp = vertical_handoff("newreno", switches=(10, 13, 16, 19))
+    exp.run(20.0)  # the simulator logs the path as it changes
+    ours = metrics.path_intervals(scn, "mh", "ch")
+    sims = exp.ideal_intervals()
+    assert [(s, r) for s, _, r in ours] == [(s, r) for s, _, r in sims]
+
+
+def test_credited_outage_normalises_to_the_new_link() -> None:
+    sf = load(VH)
+    scn = sf.resolve(sf.variants[0])
+    assert metrics.ideal_bps(scn, 10, 15) == pytest.approx(384e3)
+    doc = vh_doc()
+    doc["measure"]["ideal"]["outages"] = "excluded"
+    scn2 = parse(doc).resolve(sf.variants[0])
+    assert metrics.ideal_bps(scn2, 10, 15) == pytest.approx(384e3 * 4.5 / 5)
+
+
+def test_overlap_from_geometry_and_visits_come_back() -> None:
+    scn = load(TRACES / "dsbp-capacity.yaml").resolve(load(TRACES / "dsbp-capacity.yaml").variants[0])
+    assert scn.marks["ov.leave"] - scn.marks["ov.enter"] == pytest.approx(150 / (50 / 3.6))
+    assert scn.marks["ov.handoff"] == pytest.approx(10 + 5.4)
+    sf = load(TRACES / "ipf-visits.yaml")
+    scn = sf.resolve(sf.variants[0], sf.points()[0])
+    ops = [op for op in scn.mobility if op.mh == "mh2" and op.op == "attach"]
+    assert [op.cell for op in ops] == ["new", "old"] * 3          # 3 visits at the first sweep point
+    assert ops[0].at == pytest.approx(10 + 8 + 0.05)               # second MH starts 8 s later
+
+
+def test_mobile_host_count_sweep_moves_flows_with_it() -> None:
+    sf = load(TRACES / "ipf-mh-count.yaml")
+    for point in sf.points():
+        scn = sf.resolve(sf.variants[0], point)
+        n = point[0][1]
+        assert len(scn.topology.mobile_hosts) == n
+        assert len([f for f in scn.flows if f.name.startswith("m")]) == n
+
+
+def test_document_is_not_modified_by_resolving() -> None:
+    sf = load(TRACES / "ipf-burst.yaml")
+    before = copy.deepcopy(sf.doc)
+    for variant, point, _ in sf.runs():
+        pass
+    assert sf.doc == before
+    assert yaml.safe_dump(sf.doc)
