@@ -1,0 +1,83 @@
+"""The lab's performance figures: simulator speed and the link emulator's accuracy.
+
+Prints, on lines of their own:
+  sim_speedup: R               simulated s per wall s, 60 s vertical-handoff case (bench/sim_speed.py; goal >= 50)
+  emulator_rate_error_pct: N   worst |measured - asked| / asked over 1, 10, 20, 100 Mb/s (goal <= 5)
+  emulator_delay_error_ms: N   worst |median one-way delay - (asked + probe serialisation)| over those
+                               rates and 1, 10, 20, 70 ms (goal <= 1)
+and one line per measured configuration. The emulator part needs root
+(namespaces); without it those two lines say why they are missing.
+Usage: python bench/lab.py [--quick] [--realtime PRIO]
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from p4handoff.netns import unavailable_reason  # noqa: E402
+from topo.emulator.measure import UDP_IP_OVERHEAD, EmulatedPath  # noqa: E402
+
+RATES_MBPS = (1, 10, 20, 100)
+DELAYS_MS = (1, 10, 20, 70)
+PROBE = 64
+
+
+def sim_speedup() -> str:
+    """bench/sim_speed.py's own figure (the simulator helper's benchmark, not a copy of it)."""
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "sim_speed.py"), "--repeat", "2"],
+                          capture_output=True, text=True, timeout=900, cwd=ROOT)
+    m = re.search(r"^sim_speedup: (\S+)$", done.stdout, re.M)
+    if done.returncode != 0 or not m:
+        raise RuntimeError(f"bench/sim_speed.py failed: {done.stderr.strip()[-500:]}")
+    return m.group(1)
+
+
+def emulator(quick: bool, realtime: int) -> tuple[float, float]:
+    worst_rate = worst_delay = 0.0
+    rates = (10, 100) if quick else RATES_MBPS
+    delays = (1, 70) if quick else DELAYS_MS
+    for mbps in rates:
+        for k, ms in enumerate(delays):
+            with EmulatedPath(rate=f"{mbps}Mbps", up_rate=f"{mbps}Mbps", delay=f"{ms}ms", up_limit=300,
+                              realtime=realtime) as path:
+                samples = path.one_way_delays(20 if ms < 50 else 10, size=PROBE)
+                expected = ms / 1e3 + (PROBE + UDP_IP_OVERHEAD) * 8 / (mbps * 1e6)
+                err_ms = abs(statistics.median(samples) - expected) * 1e3
+                p99_ms = (max(samples) - expected) * 1e3
+                worst_delay = max(worst_delay, err_ms)
+                line = f"emulator {mbps:>3} Mb/s {ms:>2} ms: delay error {err_ms:.3f} ms (max {p99_ms:.3f})"
+                if k == 0:   # the rate does not depend on the delay: measure it once per rate
+                    rate, sent, got = path.saturated_rate(2.0, offered_bps=mbps * 1e6 * 1.3)
+                    err_pct = abs(rate - mbps * 1e6) / (mbps * 1e6) * 100
+                    worst_rate = max(worst_rate, err_pct)
+                    line += f", rate {rate / 1e6:.3f} Mb/s ({err_pct:.2f} %, {got}/{sent} packets through)"
+                print(line, flush=True)
+    return worst_rate, worst_delay
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="two rates and two delays only")
+    parser.add_argument("--realtime", type=int, default=10, metavar="PRIO",
+                        help="SCHED_FIFO priority of the emulator, as the lab runs it (0: normal scheduling)")
+    args = parser.parse_args()
+    print(f"sim_speedup: {sim_speedup()}", flush=True)
+    reason = unavailable_reason()
+    if reason is not None:
+        print(f"emulator: not measured ({reason})")
+        return 0
+    rate_err, delay_err = emulator(args.quick, args.realtime)
+    print(f"emulator_rate_error_pct: {rate_err:.2f}")
+    print(f"emulator_delay_error_ms: {delay_err:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
