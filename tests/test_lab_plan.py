@@ -1,0 +1,67 @@
+"""The lab plan: every scenario file maps onto switches, emulators and a controller description the controller accepts."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from controller.network import parse_network
+from topo.lab_plan import LabError, plan, pps
+from topo.scenario import load, read_document, parse
+
+TRACES = Path(__file__).resolve().parent.parent / "traces"
+
+
+def description(p) -> dict:
+    net = dict(p.network)
+    net["controller"] = {"socket": "/tmp/p4h-test.sock"}
+    net["switches"] = [dict(s, grpc=f"127.0.0.1:{50051 + k}") for k, s in enumerate(net["switches"])]
+    return net
+
+
+@pytest.mark.parametrize("path", sorted(TRACES.glob("*.yaml")), ids=lambda p: p.name)
+def test_every_trace_file_has_a_lab_the_controller_accepts(path: Path) -> None:
+    sf = load(path)
+    scn = sf.resolve(sf.variants[-1], sf.points()[-1])
+    p = plan(scn)
+    net = parse_network(description(p), str(path))
+    assert {s.name for s in net.switches} == {s.name for s in p.switches}
+    for cell in scn.topology.cells:
+        bs, port = p.cell_ports[cell.name]
+        sw = next(s for s in net.switches if s.name == bs)
+        assert sw.port(port).role == "access" and sw.port(port).aqm.limit == cell.queue.limit
+
+
+def test_cell_bottleneck_is_the_bs_egress_queue_in_packets_per_second() -> None:
+    sf = load(TRACES / "vh-wlan-to-3g.yaml")
+    p = plan(sf.resolve(sf.variants[0]))
+    rates = {(q.switch, q.port): (q.pps, q.depth) for q in p.queues}
+    bs, port = p.cell_ports["g3"]
+    assert rates[(bs, port)] == (round(384e3 / (8 * 1052)), 10)        # 46 packets/s of 1052 B, 10 deep
+    assert rates[("gw", 2)] == (pps(10e6, 1052), 50)                    # the wired 10 Mb/s bottleneck
+    emus = {w.key: w.emu for w in p.wires if w.kind == "host-bridge"}
+    g3 = emus["mh/g3/g3"]
+    assert g3.down.rate_bps is None and g3.down.delay == pytest.approx(0.070)
+    assert g3.up.rate_bps == 384e3
+    starts = {w.key: w.up_at_start for w in p.wires if w.kind == "host-bridge"}
+    assert starts == {"mh/wlan/wlan": True, "mh/g3/g3": False}
+
+
+def test_dsbp_probe_address_reaches_the_description() -> None:
+    sf = load(TRACES / "dsbp-capacity.yaml")
+    p = plan(sf.resolve(sf.variants[0], sf.points()[0]))
+    mh = next(m for m in p.network["mobile_hosts"] if m["name"] == "mh")
+    assert mh["cell_addresses"] == {"bs2": "10.0.2.9"} and mh["correspondents"] == ["ch"]
+
+
+def test_unsupported_topologies_are_refused_with_reasons() -> None:
+    doc = read_document(TRACES / "vh-wlan-to-3g.yaml")
+    doc["topology"]["routers"].append({"name": "r2"})
+    scn = parse(doc).resolve(parse(doc).variants[0])
+    with pytest.raises(LabError, match="exactly one router"):
+        plan(scn)
+    doc = read_document(TRACES / "vh-wlan-to-3g.yaml")
+    doc["topology"]["links"][0] = {"between": ["ch", "ar"], "rate": None, "delay": 0}
+    sf = parse(doc)
+    with pytest.raises(LabError, match="must hang off the gateway"):
+        plan(sf.resolve(sf.variants[0]))
