@@ -1,8 +1,9 @@
 """`p4handoff run SCENARIO.yaml`: run a scenario file and write its report.
 
-Backends: `sim` (the deterministic simulator), `lab` (Mininet + BMv2 +
-the controller + host endpoints on real packets), `auto` (lab when BMv2
-and Mininet are usable here, else sim; it says which). Sweeps come from
+Backends: `sim` (the deterministic simulator), `lab` (BMv2 switches, the
+controller, host endpoints and link emulators in namespaces, on real
+packets), `auto` (lab when root, BMv2 and the compiled P4 program are
+here, else sim; it says which). Sweeps come from
 the file (`sweep:`) or from `--sweep PATH=V1,V2,...`; `--set PATH=VALUE`
 changes any field first (values are YAML: 20, 10ms, [a, b], true).
 Exit codes: 0 done, 1 runtime error, 2 usage, 3 invalid scenario.
@@ -97,7 +98,7 @@ def choose_backend(name: str) -> tuple[Backend, str]:
             raise RuntimeError(f"the lab backend cannot run here: {reason}")
         return lab_backend.LabBackend(), "asked for"
     if ok:
-        return lab_backend.LabBackend(), "auto: BMv2, Mininet and root are available"
+        return lab_backend.LabBackend(), "auto: root, BMv2 and build/bs.json are available"
     return SimBackend(), f"auto: lab unavailable — {reason}"
 
 

@@ -1,13 +1,67 @@
-"""The `lab` backend: the scenario on real packets (Mininet hosts, BMv2 switches, controller, emulator)."""
+"""The `lab` backend: a scenario on real packets — BMv2 switches, the handoff controller, host endpoints, emulators.
+
+`topo.lab_plan.plan` decides what to build; this module builds it in
+throwaway namespaces (`p4handoff.netns.Lab`, names `p4h-<pid>-lab...`),
+runs it in real time and takes it down, stopping every process it started
+by its PID:
+
+1. namespaces: `fab` (every BMv2 switch, the controller, the emulators,
+   the cells' bridges) and one per host; veth pairs as planned (offloads
+   off, MTU 9000);
+2. `simple_switch_grpc` per switch (CPU port, 2 priority queues), the
+   controller (`p4handoff ctl run`) on the generated description, then the
+   planned egress queue rates (packets/s) and depths over Thrift;
+3. hosts: addresses, the anycast gateway, routes; mobile and background
+   hosts register (Mobile IP registration frames from their radio) where
+   they start;
+4. emulators (`python -m topo.emulator`, SCHED_FIFO) on every planned wire;
+5. receivers (`p4handoff host recv`), then senders (`p4handoff host send`)
+   started at t0 + flow start; the timeline plays: attach = emulator up
+   (+ a registration with the S flag for a DSBP probe), handoff = a
+   registration from the new radio and the MH's default route moved to it,
+   detach = `ctl detach` (if it carried the home address) and emulator down;
+6. during the run `ctl status` is sampled for queue occupancy and average
+   (telemetry over P4Runtime packet I/O) and at the windows' edges for the
+   per-port counters;
+7. the senders' traces become the flows' delivery curves.
+
+What the lab cannot measure per flow (drops of a given flow: the switches
+count per port and class) is reported as unavailable, not guessed.
+"""
 from __future__ import annotations
 
+import csv
+import json
 import os
 import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from p4handoff.netns import Lab, Namespace, stop_process
+from topo.lab_plan import ACCESS_GATEWAY, HOST_GATEWAY, UNBOUNDED, LabPlan, Wire, plan, wire_bytes
+from topo.rundata import FlowData, RunData
+from topo.scenario import Scenario
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 P4_JSON = REPO_ROOT / "build" / "bs.json"
 P4_INFO = REPO_ROOT / "build" / "bs.p4info.txtpb"
+LEAD = 3.0                 # seconds between "everything started" and t0
+STATUS_INTERVAL = 0.1      # at most this often: a status round reads counters and probes every access port
+EMU_PRIORITY = 10
+ETH_P_ALL = 0x0003
+_SENDER = ("import sys, time\n"
+           "from p4handoff.cli import main\n"
+           "at = float(sys.argv[1])\n"
+           "time.sleep(max(0.0, at - time.monotonic()))\n"
+           "print('t_start:', repr(time.monotonic()), flush=True)\n"
+           "sys.exit(main(sys.argv[2:]))\n")
 
 
 def available() -> tuple[bool, str]:
@@ -17,10 +71,500 @@ def available() -> tuple[bool, str]:
     for tool in ("simple_switch_grpc", "simple_switch_CLI"):
         if shutil.which(tool) is None:
             return False, f"'{tool}' is not on PATH (BMv2 is not installed)"
-    try:
-        import mininet.net  # noqa: F401
-    except ImportError:
-        return False, "Mininet is not importable (apt install mininet)"
     if not P4_JSON.exists() or not P4_INFO.exists():
         return False, "the P4 program is not compiled (build/bs.json missing: p4c, then `make build`)"
     return True, ""
+
+
+class LabRun:
+    """One run of one scenario in the lab; `close()` undoes everything `start()` did."""
+
+    def __init__(self, scn: Scenario, seed: int, out: Path) -> None:
+        self.scn = scn
+        self.seed = seed
+        self.out = out
+        self.plan: LabPlan = plan(scn)
+        self.lab = Lab("lab")
+        self.ns: dict[str, Namespace] = {}
+        self.switches: dict[str, Any] = {}
+        self.emulators: dict[str, subprocess.Popen] = {}
+        self.emu_by_key: dict[str, subprocess.Popen] = {}
+        self.controller: subprocess.Popen | None = None
+        self.receivers: dict[str, subprocess.Popen] = {}
+        self.senders: dict[str, subprocess.Popen] = {}
+        self.socket_path = str(out / "ctl.sock")
+        self.active_dev: dict[str, str] = {}
+        self.t0 = 0.0
+        self.t0_wall = 0.0
+        self.data = RunData(flows={}, link_rates={c.name: c.rate_bps for c in scn.topology.cells}, backend="lab")
+        self.data.notes += self.plan.notes
+        self._lock = threading.Lock()
+        self._errors: list[str] = []
+
+    # -- building -------------------------------------------------------------------------------------
+    def start(self) -> None:
+        from topo.bmv2 import Bmv2Switch, veth_port
+        from p4handoff.wire import load_constants
+        fab = self.ns["fab"] = self.lab.namespace("fab")
+        for name in self.plan.hosts:
+            self.ns[name] = self.lab.namespace("h")
+        for cell, br in self.plan.bridges.items():
+            fab.run(["ip", "link", "add", br, "type", "bridge"])
+            fab.run(["ip", "link", "set", br, "up"])
+        for k, w in enumerate(self.plan.wires):
+            self._wire(k, w, veth_port)
+        cpu_port = load_constants()["CPU_PORT"]
+        for sw in self.plan.switches:
+            self.switches[sw.name] = Bmv2Switch(sw.ports, netns=fab, cpu_port=cpu_port, priority_queues=2,
+                                                log_path=self.out / f"bmv2-{sw.name}.log").start()
+        self._start_controller()
+        for q in self.plan.queues:
+            cli = self.switches[q.switch].cli
+            cli.set_queue_depth(q.depth, port=q.port)
+            cli.set_queue_rate(q.pps, port=q.port)
+        for name, h in self.plan.hosts.items():
+            self._configure_host(name)
+        for k, w in enumerate(self.plan.wires):
+            if w.emu is not None:
+                self._start_emulator(k, w)
+        for name, h in self.plan.hosts.items():
+            if h.kind != "fixed" and name in self.active_dev:
+                self._register(name, self.active_dev[name])
+        self._wait_attached([n for n, h in self.plan.hosts.items() if h.kind != "fixed" and n in self.active_dev])
+
+    def _wire(self, k: int, w: Wire, veth_port: Callable[..., None]) -> None:
+        fab = self.ns["fab"]
+        a_owner, a_if = w.a
+        b_owner, b_if = w.b
+        if w.kind == "switch-bridge":
+            veth_port(a_if, fab, f"{b_if}s{k}", switch_netns=fab)
+            fab.run(["ip", "link", "set", f"{b_if}s{k}", "master", b_if])
+            return
+        if w.kind == "switch-switch":
+            if w.emu is None:
+                veth_port(a_if, fab, b_if, switch_netns=fab)
+            else:
+                veth_port(a_if, fab, f"e{k}a", switch_netns=fab)
+                veth_port(b_if, fab, f"e{k}b", switch_netns=fab)
+            return
+        host_ns = self.ns[a_owner]
+        if w.kind == "host-switch":
+            if w.emu is None:
+                veth_port(b_if, host_ns, a_if, switch_netns=fab)
+            else:
+                veth_port(f"e{k}a", host_ns, a_if, switch_netns=fab)
+                veth_port(b_if, fab, f"e{k}b", switch_netns=fab)
+            return
+        # host-bridge: host device — e<k>a [emulator] e<k>b — e<k>c (bridge port)
+        veth_port(f"e{k}a", host_ns, a_if, switch_netns=fab)
+        veth_port(f"e{k}b", fab, f"e{k}c", switch_netns=fab)
+        fab.run(["ip", "link", "set", f"e{k}c", "master", b_if])
+
+    def _start_controller(self, timeout: float = 60.0) -> None:
+        from controller.control import ControlError, request
+        desc = dict(self.plan.network)
+        desc["controller"] = {"election_id": 10, "socket": self.socket_path, "p4info": str(P4_INFO),
+                              "device_config": str(P4_JSON)}
+        desc["switches"] = [dict(s, grpc=self.switches[s["name"]].grpc_addr) for s in desc["switches"]]
+        net_path = self.out / "network.yaml"
+        net_path.write_text(yaml.safe_dump(desc, sort_keys=False))
+        env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python", PYTHONPATH=str(REPO_ROOT))
+        with open(self.out / "controller.stderr", "ab") as log:
+            self.controller = self.lab.start(self.ns["fab"], [
+                sys.executable, "-m", "p4handoff", "ctl", "run", "--network", str(net_path),
+                "--log", str(self.out / "controller.log")], stdout=log, stderr=log, env=env, cwd=str(REPO_ROOT))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.controller.poll() is not None:
+                raise RuntimeError(f"controller exited with {self.controller.returncode}: "
+                                   f"{(self.out / 'controller.stderr').read_text()[-2000:]}")
+            try:
+                status = request(self.socket_path, {"cmd": "status"})
+            except ControlError:
+                time.sleep(0.2)
+                continue
+            if all(s["state"] == "up" for s in status["switches"]):
+                return
+            time.sleep(0.2)
+        raise TimeoutError(f"controller not serving with all switches up within {timeout} s")
+
+    def _configure_host(self, name: str) -> None:
+        h = self.plan.hosts[name]
+        ns = self.ns[name]
+        ns.run(["sysctl", "-q", "-w", "net.ipv4.conf.all.rp_filter=0"])
+        ns.run(["sysctl", "-q", "-w", "net.ipv4.conf.default.rp_filter=0"])
+        if h.kind == "fixed":
+            dev, mac = h.devices["eth0"]
+            ns.run(["ip", "link", "set", "dev", dev, "address", mac])
+            ns.run(["ip", "addr", "add", f"{h.address}/32", "dev", dev])
+            ns.run(["ip", "route", "add", "default", "via", HOST_GATEWAY, "dev", dev, "onlink"])
+            return
+        ns.run(["ip", "addr", "add", f"{h.address}/32", "dev", "lo"])
+        table = 100
+        for key, (dev, mac) in h.devices.items():
+            ns.run(["ip", "link", "set", "dev", dev, "address", mac])
+            ns.run(["ip", "neigh", "replace", ACCESS_GATEWAY[0], "lladdr", ACCESS_GATEWAY[1], "dev", dev,
+                    "nud", "permanent"])
+            iface = key.split("/")[0]
+            coa = h.coas.get(iface)
+            if coa and coa != h.address:
+                # DSBP's dummy ACKs leave through the probed cell: source routing by care-of address
+                ns.run(["ip", "addr", "add", f"{coa}/32", "dev", "lo"], check=False)
+                table += 1
+                ns.run(["ip", "route", "replace", "default", "via", ACCESS_GATEWAY[0], "dev", dev, "onlink",
+                        "table", str(table)])
+                ns.run(["ip", "rule", "add", "from", coa, "lookup", str(table)])
+        start = self._start_place(name)
+        if start is not None:
+            self._route_via(name, h.devices[f"{start[0]}/{start[1]}"][0])
+
+    def _start_place(self, name: str) -> tuple[str, str] | None:
+        for m in self.scn.topology.mobile_hosts:
+            if m.name == name:
+                return m.start
+        for b in self.scn.topology.background_hosts:
+            if b.name == name:
+                return ("radio", b.cell)
+        return None
+
+    def _route_via(self, name: str, dev: str) -> None:
+        h = self.plan.hosts[name]
+        self.ns[name].run(["ip", "route", "replace", "default", "via", ACCESS_GATEWAY[0], "dev", dev, "onlink",
+                           "src", h.address])
+        self.active_dev[name] = dev
+
+    def _start_emulator(self, k: int, w: Wire) -> None:
+        assert w.emu is not None
+        down, up = w.emu.down, w.emu.up
+
+        def rate(r: float | None) -> str:
+            return "none" if r is None else f"{r}bps"
+        args = [sys.executable, "-m", "topo.emulator", "--mh-side", f"e{k}a", "--bs-side", f"e{k}b",
+                "--rate", rate(down.rate_bps), "--delay", f"{down.delay}s", "--loss", str(down.loss),
+                "--limit", str(min(down.limit, UNBOUNDED)), "--up-rate", rate(up.rate_bps), "--up-loss", str(up.loss),
+                "--up-limit", str(min(up.limit, UNBOUNDED)), "--seed", str(self.seed * 1000 + k),
+                "--realtime", str(EMU_PRIORITY)]
+        if not w.up_at_start:
+            args.append("--down-at-start")
+        err = open(self.out / f"emulator-{k}.stderr", "wb")
+        proc = subprocess.Popen(["ip", "netns", "exec", self.ns["fab"].name, *args], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=err, cwd=str(REPO_ROOT), start_new_session=True)
+        err.close()
+        self.lab.processes.append(proc)
+        assert proc.stdout is not None
+        line = proc.stdout.readline().decode()
+        if not line.startswith('{"ready"'):
+            raise RuntimeError(f"emulator {k} did not start: {line!r}")
+        self.emulators[f"e{k}"] = proc
+        if w.key:
+            self.emu_by_key[w.key] = proc
+
+    def _emu(self, key: str, command: str) -> None:
+        proc = self.emu_by_key[key]
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write((command + "\n").encode())
+        proc.stdin.flush()
+        answer = json.loads(proc.stdout.readline().decode() or "{}")
+        if not answer.get("ok"):
+            raise RuntimeError(f"emulator {key}: {command!r} refused: {answer}")
+
+    def _register(self, name: str, dev: str, probe_coa: str | None = None) -> None:
+        from controller.packets import ethernet, udp_packet
+        from controller.registration import FLAG_S, RegistrationRequest
+        from p4handoff.wire import UDP_PORT_MIP_REGISTRATION
+        h = self.plan.hosts[name]
+        mac = next(m for d, m in h.devices.values() if d == dev)
+        src = probe_coa or h.address
+        gw_addr = self.plan.switches[0].address
+        req = RegistrationRequest(h.address, src, gw_addr, 0xFFFF, int(time.monotonic() * 1000) & 0xFFFFFFFF,
+                                  FLAG_S if probe_coa else 0)
+        frame = ethernet("ff:ff:ff:ff:ff:ff", mac, udp_packet(src, "255.255.255.255", UDP_PORT_MIP_REGISTRATION,
+                                                               UDP_PORT_MIP_REGISTRATION, req.encode()))
+        sock = self.ns[name].socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        try:
+            sock.bind((dev, 0))
+            sock.send(frame)
+        finally:
+            sock.close()
+
+    def _wait_attached(self, names: list[str], timeout: float = 15.0) -> None:
+        from controller.control import request
+        deadline = time.monotonic() + timeout
+        while names:
+            status = request(self.socket_path, {"cmd": "status"})
+            attached = {m["mh"] for m in status["mobile_hosts"] if str(m.get("phase", "")).startswith("attached")}
+            missing = [n for n in names if n not in attached]
+            if not missing:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"not attached after {timeout} s: {', '.join(missing)}")
+            time.sleep(0.2)
+
+    # -- running --------------------------------------------------------------------------------------
+    def run(self, progress: Callable[[float], None]) -> RunData:
+        scn = self.scn
+        for k, f in enumerate(scn.flows):
+            self._start_receiver(k, f)
+        self.t0 = time.monotonic() + LEAD
+        self.t0_wall = time.time() + LEAD
+        for k, f in enumerate(scn.flows):
+            self._start_sender(k, f)
+        threads = [threading.Thread(target=self._guard, args=(self._timeline,), daemon=True),
+                   threading.Thread(target=self._guard, args=(self._sample,), daemon=True)]
+        for t in threads:
+            t.start()
+        end = self.t0 + scn.duration
+        while time.monotonic() < end:
+            progress(max(0.0, time.monotonic() - self.t0))
+            time.sleep(min(0.5, max(0.0, end - time.monotonic())))
+            if self._errors:
+                break
+        for t in threads:
+            t.join(timeout=STATUS_INTERVAL * 20)
+        if self._errors:
+            raise RuntimeError("lab run failed: " + "; ".join(self._errors))
+        self._finish_flows()
+        return self.data
+
+    def _guard(self, fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except Exception as exc:  # reported by run(), which stops the experiment
+            with self._lock:
+                self._errors.append(f"{fn.__name__}: {exc}")
+
+    def _sleep_until(self, t: float) -> bool:
+        """Wait for scenario time `t`; False if the run is failing or over."""
+        while True:
+            left = self.t0 + t - time.monotonic()
+            if self._errors:
+                return False
+            if left <= 0:
+                return True
+            time.sleep(min(left, 0.05))
+
+    def _timeline(self) -> None:
+        from controller.control import request
+        ops = sorted(self.scn.mobility, key=lambda op: op.at - (op.warn if op.op == "detach" else 0.0))
+        for op in ops:
+            h = self.plan.hosts[op.mh]
+            if op.op == "detach" and op.notify and op.warn:
+                if not self._sleep_until(op.at - op.warn):
+                    return
+                request(self.socket_path, {"cmd": "detach", "mh": op.mh})
+            if not self._sleep_until(op.at):
+                return
+            if op.op == "attach":
+                key = f"{op.mh}/{op.iface}/{op.cell}"
+                self._emu(key, "up")
+                if op.probe:
+                    self._register(op.mh, self.plan.device(op.mh, op.iface, op.cell)[0],  # type: ignore[arg-type]
+                                   probe_coa=h.coas[op.iface])
+            elif op.op == "handoff":
+                cell = self._cell_of(op.mh, op.iface, op.at)
+                dev = self.plan.device(op.mh, op.iface, cell)[0]
+                self._route_via(op.mh, dev)
+                self._register(op.mh, dev)
+            else:
+                cell = self._cell_of(op.mh, op.iface, op.at)
+                dev = self.plan.device(op.mh, op.iface, cell)[0]
+                if op.notify and not op.warn and self.active_dev.get(op.mh) == dev and self._buffers(cell):
+                    request(self.socket_path, {"cmd": "detach", "mh": op.mh})
+                self._emu(f"{op.mh}/{op.iface}/{cell}", "down")
+            self.data.timeline.append((time.monotonic() - self.t0, f"{op.op} {op.mh}.{op.iface}"
+                                       + (f" {op.cell}" if op.cell else "")))
+
+    def _buffers(self, cell: str) -> bool:
+        """Does the cell's BS keep a departed MH's packets (IPF)? Only then is the controller told of a
+        detach without warning: it would buffer them, where the scenario says they are lost in the air."""
+        bs = self.scn.topology.cell(cell).bs
+        return any(b.name == bs and b.ipf for b in self.scn.topology.base_stations)
+
+    def _cell_of(self, mh: str, iface: str, t: float) -> str:
+        """The cell `iface` of `mh` is attached to at scenario time `t` (from the resolved timeline)."""
+        cell = None
+        start = self._start_place(mh)
+        if start and start[0] == iface:
+            cell = start[1]
+        for op in self.scn.mobility:
+            if op.at > t:
+                break
+            if op.mh == mh and op.iface == iface and op.op == "attach":
+                cell = op.cell
+        if cell is None:
+            raise RuntimeError(f"{mh}.{iface} is in no cell at t={t}")
+        return cell
+
+    def _sample(self) -> None:
+        from controller.control import request
+        scn = self.scn
+        edges = sorted({w.t0 for w in scn.measure.windows} | {w.t1 for w in scn.measure.windows})
+        want = [c for c in scn.measure.queue_links if c in self.plan.cell_ports]
+        skipped = [c for c in scn.measure.queue_links if c not in self.plan.cell_ports]
+        if skipped:
+            self.data.notes.append(f"queue samples of wired links ({', '.join(skipped)}) are not read in the lab")
+        port_cell = {v: k for k, v in self.plan.cell_ports.items()}
+        interval = max(STATUS_INTERVAL, scn.measure.queue_interval)
+        t = 0.0
+        while t <= scn.duration + 1e-9:
+            next_edge = next((e for e in edges if e >= t - 1e-9), None)
+            at = min(t, next_edge) if next_edge is not None else t
+            if not self._sleep_until(at):
+                return
+            status = request(self.socket_path, {"cmd": "status"})
+            now = time.monotonic() - self.t0
+            snap: dict[str, dict[str, Any]] = {}
+            for entry in status.get("ports", []):
+                cell = port_cell.get((entry["switch"], entry["port"]))
+                if cell is None:
+                    continue
+                c = entry.get("counters", {})
+                dequeued = sum(c.get("aqm_dequeued", {}).values())
+                drops = {k: sum(c.get(k, {}).values()) for k in ("aqm_red_dropped", "aqm_overflow_dropped",
+                                                                   "aqm_dummy_dropped")}
+                snap[cell] = {"bytes_sent": dequeued * wire_bytes(scn), "drops": drops, "dequeued": dequeued}
+                aqm = entry.get("aqm")
+                if cell in want and aqm:
+                    occ = aqm["occupancy"]
+                    self.data.queue_rows.append((now, cell, occ["np"] + occ["prio"] + occ["dummy"],
+                                                 occ["np"] + occ["prio"], occ["dummy"], aqm["avg_packets"]))
+            if next_edge is not None and at == next_edge:
+                self.data.link_snapshots[next_edge] = snap
+                edges.remove(next_edge)
+                continue
+            t += interval
+
+    # -- hosts ----------------------------------------------------------------------------------------
+    def _tcp_args(self, f: Any) -> list[str]:
+        t = f.tcp
+        args = ["--scheme", f.scheme, "--window-segments", str(t.window), "--min-rto", str(t.min_rto),
+                "--timeout", str(self.scn.duration + 60)]
+        if t.delayed_ack:
+            args.append("--delayed-ack")
+        return args
+
+    def _start_receiver(self, k: int, f: Any) -> None:
+        port = 5001 + k
+        args = [sys.executable, "-m", "p4handoff", "host", "recv", "--port", str(port),
+                "--trace", str(self.out / f"recv-{f.name}.csv"), *self._tcp_args(f)]
+        err = open(self.out / f"recv-{f.name}.stderr", "wb")
+        proc = subprocess.Popen(["ip", "netns", "exec", self.ns[f.dst].name, *args], stdout=subprocess.PIPE,
+                                stderr=err, cwd=str(REPO_ROOT), start_new_session=True)
+        err.close()
+        self.lab.processes.append(proc)
+        assert proc.stdout is not None
+        line = proc.stdout.readline().decode()
+        if not line.startswith("listening:"):
+            raise RuntimeError(f"receiver of {f.name} did not start: {line!r} "
+                               f"{(self.out / f'recv-{f.name}.stderr').read_text()[-1000:]}")
+        self.receivers[f.name] = proc
+
+    def _start_sender(self, k: int, f: Any) -> None:
+        dst = self.scn.topology.address_of(f.dst)
+        seconds = (f.stop if f.stop is not None else self.scn.duration) - f.start
+        args = ["host", "send", "--to", f"{dst}:{5001 + k}", "--seconds", str(seconds), "--mss",
+                str(f.tcp.packet_size), "--trace", str(self.out / f"trace-{f.name}.csv"), *self._tcp_args(f)]
+        err = open(self.out / f"send-{f.name}.stderr", "wb")
+        proc = subprocess.Popen(["ip", "netns", "exec", self.ns[f.src].name, sys.executable, "-c", _SENDER,
+                                 repr(self.t0 + f.start), *args], stdout=subprocess.PIPE, stderr=err,
+                                cwd=str(REPO_ROOT), start_new_session=True)
+        err.close()
+        self.lab.processes.append(proc)
+        self.senders[f.name] = proc
+        self.data.flows[f.name] = FlowData(f.name, trace=self.out / f"trace-{f.name}.csv", losses_known=False)
+
+    def _finish_flows(self) -> None:
+        for name, proc in self.senders.items():
+            try:
+                out, _ = proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                stop_process(proc)
+                out = proc.stdout.read() if proc.stdout else b""
+            text = out.decode(errors="replace") if isinstance(out, bytes) else (out or "")
+            start = next((float(line.split()[1]) for line in text.splitlines() if line.startswith("t_start:")), None)
+            fd = self.data.flows[name]
+            if start is None or fd.trace is None or not fd.trace.exists():
+                self.data.notes.append(f"flow {name}: the sender left no trace "
+                                       f"({(self.out / f'send-{name}.stderr').read_text()[-300:]!r})")
+                continue
+            offset = start - self.t0
+            self._read_trace(fd, offset)
+            rtx = next((line.split(":", 1)[1].strip() for line in text.splitlines()
+                        if line.startswith("retransmits:")), None)
+            if rtx is not None:
+                fd.retransmits = int(rtx)
+
+    @staticmethod
+    def _read_trace(fd: FlowData, offset: float) -> None:
+        with fd.trace.open() as fh:  # type: ignore[union-attr]
+            for row in csv.DictReader(fh):
+                t = float(row["time"]) + offset
+                acked = int(row["snd_una"])
+                if not fd.ack_bytes or acked > fd.ack_bytes[-1]:
+                    fd.ack_times.append(t)
+                    fd.ack_bytes.append(acked)
+        shifted = fd.trace.with_suffix(".aligned.csv")  # type: ignore[union-attr]
+        with fd.trace.open() as src, shifted.open("w", newline="") as dst:  # type: ignore[union-attr]
+            reader = csv.DictReader(src)
+            writer = csv.DictWriter(dst, fieldnames=reader.fieldnames or [], lineterminator="\n")
+            writer.writeheader()
+            for row in reader:
+                row["time"] = f"{float(row['time']) + offset:.6f}"
+                writer.writerow(row)
+        fd.trace = shifted
+
+    # -- teardown -------------------------------------------------------------------------------------
+    def close(self) -> None:
+        errors = []
+        for proc in list(self.senders.values()) + list(self.receivers.values()):
+            if proc.poll() is None:
+                stop_process(proc)
+        for key, proc in self.emulators.items():
+            try:
+                if proc.stdin is not None:
+                    proc.stdin.close()
+                stop_process(proc)
+                out = proc.stdout.read().decode() if proc.stdout else ""
+                stats = [json.loads(line) for line in out.splitlines() if line.startswith("{") and "down" in line]
+                if stats:
+                    self.data.counters.append({"emulator": key, **stats[-1]})
+            except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+                errors.append(f"emulator {key}: {exc}")
+        if self.controller is not None and self.controller.poll() is None:
+            stop_process(self.controller, timeout=10)
+        for sw in self.switches.values():
+            sw.stop()
+        self._controller_log()
+        self.lab.close()
+        if errors:
+            self.data.notes += errors
+
+    def _controller_log(self) -> None:
+        log = self.out / "controller.log"
+        if not log.exists() or not self.t0_wall:
+            return
+        for line in log.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if row.get("event") in ("notified", "handoff_complete", "handoff_active", "detached", "probe_up"):
+                self.data.notifications.append((row["ts"] - self.t0_wall, f"{row['event']} "
+                                                 + json.dumps({k: v for k, v in row.items() if k not in ("ts", "event")})))
+
+
+class LabBackend:
+    """The runner's view: one `LabRun` per run, torn down whatever happens."""
+
+    name = "lab"
+
+    def run(self, scn: Scenario, seed: int, out_dir: Path, progress: Callable[[float], None]) -> RunData:
+        run = LabRun(scn, seed, out_dir)
+        try:
+            run.start()
+            data = run.run(progress)
+        finally:
+            run.close()
+        data.notes.append("per-flow data losses are not observable in the lab (switch counters are per port "
+                          "and class); the sender's retransmissions are reported instead")
+        return data

@@ -102,6 +102,8 @@ def value(scn: Scenario, data: RunData, q: Quantity) -> float:
         if q.metric == "percent_of_ideal":
             ideal = ideal_bps(scn, t0, t1)
             return 100.0 * (f.delivered(t1) - f.delivered(t0)) * 8 / length / ideal if ideal else math.nan
+        if q.metric in ("loss_rate", "data_losses") and not f.losses_known:
+            return math.nan
         if q.metric == "loss_rate":
             sent = f.sent_between(t0, t1)
             return f.dropped_between(t0, t1) / sent if sent else 0.0
@@ -139,7 +141,8 @@ def compute(scn: Scenario, data: RunData) -> dict[str, Any]:
         flows[name] = {"delivered_bytes": f.ack_bytes[-1] if f.ack_bytes else 0,
                        "data_segments_sent": len(f.send_times), "data_losses": len(f.drop_times),
                        "drops": dict(sorted(f.drops.items())), "dummies_sent": f.dummies_sent,
-                       "dummy_acks_received": f.dummy_acks}
+                       "dummy_acks_received": f.dummy_acks, "losses_known": f.losses_known,
+                       "retransmits": f.retransmits}
         for w in scn.measure.windows:
             flows[name][f"throughput_bps@{w.name}"] = (f.delivered(w.t1) - f.delivered(w.t0)) * 8 / (w.t1 - w.t0)
     out["flows"] = flows

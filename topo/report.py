@@ -262,8 +262,16 @@ def _losses_section(res: Results) -> list[str]:
             continue
         where = r.variant + (f" ({point_label(res.scenario_file, r.point)})" if r.point else "")
         for name, f in r.detail["flows"].items():
+            if not f.get("losses_known", True):
+                rtx = f.get("retransmits")
+                lines.append(f"| {where} | {name} | n/a | n/a | not observable per flow"
+                             + (f"; the sender retransmitted {rtx} segments" if rtx is not None else "") + " |")
+                continue
             causes = ", ".join(f"{k} {v}" for k, v in f["drops"].items()) or "—"
             lines.append(f"| {where} | {name} | {f['data_segments_sent']} | {f['data_losses']} | {causes} |")
+    notes = sorted({n for r in res.records if r.data is not None for n in r.data.notes})
+    if notes:
+        lines += ["", "Notes from the backend:", ""] + [f"- {n}" for n in notes]
     return lines + [""]
 
 

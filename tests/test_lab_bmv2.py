@@ -1,0 +1,62 @@
+"""The `lab` backend end to end: a short handoff between two BMv2 base stations on real packets.
+
+Skipped, with the reason, where root, BMv2 or the compiled P4 program
+(build/bs.json, from p4c) are missing.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from p4handoff.netns import unavailable_reason
+from topo import lab_backend
+from topo.runner import run_scenario
+from topo.scenario import parse
+
+_ok, _why = lab_backend.available()
+_netns_why = unavailable_reason()
+pytestmark = [pytest.mark.bmv2, pytest.mark.netns, pytest.mark.slow,
+              pytest.mark.skipif(not _ok, reason=f"lab backend unavailable: {_why}"),
+              pytest.mark.skipif(_netns_why is not None, reason=f"netns: {_netns_why}")]
+
+SMOKE = {
+    "scenario": "lab-smoke", "title": "Lab smoke: one MH hands off between two base stations", "paper": "none",
+    "duration": 14,
+    "tcp": {"packet_size": 1000, "window": 32, "iw": 3, "min_rto": "1s", "delayed_ack": False},
+    "topology": {
+        "correspondents": [{"name": "ch", "address": "10.0.0.1"}],
+        "routers": [{"name": "gw"}],
+        "base_stations": [{"name": "bs1"}, {"name": "bs2"}],
+        "links": [{"between": ["ch", "gw"], "rate": None, "delay": 0},
+                  {"between": ["gw", "bs1"], "rate": None, "delay": 0},
+                  {"between": ["gw", "bs2"], "rate": None, "delay": 0}],
+        "cells": [{"name": "c1", "bs": "bs1", "rate": "4Mbps", "delay": "5ms", "queue": {"limit": 50}},
+                  {"name": "c2", "bs": "bs2", "rate": "2Mbps", "delay": "5ms", "queue": {"limit": 50}}],
+        "mobile_hosts": [{"name": "mh", "home": "10.0.9.1", "interfaces": {"r1": "10.0.1.9", "r2": "10.0.2.9"},
+                          "start": {"iface": "r1", "cell": "c1"},
+                          "moves": [{"switch": {"to": "r2", "cell": "c2"}, "at": 6, "outage": 0.3}]}],
+    },
+    "flows": [{"name": "main", "from": "ch", "to": "mh", "scheme": "compared"}],
+    "schemes": ["bwaware"],
+    "measure": {"windows": [{"name": "before", "from": 2, "to": 6}, {"name": "after", "from": 8, "to": 13}],
+                "table": [{"metric": "throughput", "flow": "main", "window": "before"},
+                          {"metric": "throughput", "flow": "main", "window": "after"},
+                          {"metric": "utilization", "link": "c2", "window": "after"}],
+                "queues": {"links": ["c1", "c2"], "interval": "100ms"}},
+}
+
+
+def test_smoke_handoff_in_the_lab(tmp_path: Path) -> None:
+    sf = parse(SMOKE, "lab-smoke")
+    res = run_scenario(sf, lab_backend.LabBackend(), results_root=tmp_path, run_id="lab", progress_out=None)
+    q = json.loads((res.directory / "metrics.json").read_text())["runs"][0]["quantities"]
+    before, after = q["throughput[main]@before"], q["throughput[main]@after"]
+    assert 1.5e6 < before <= 4.1e6, before        # most of the 4 Mb/s cell
+    assert 0.8e6 < after <= 2.1e6, after          # the flow continues on the 2 Mb/s cell after the handoff
+    assert 0.4 < q["utilization[c2]@after"] <= 1.05
+    report = (res.directory / "report.md").read_text()
+    assert "backend **lab**" in report and "plots/cwnd-base.png" in report
+    run_dir = res.directory / "runs" / "base" / "bwaware" / "r0"
+    assert (run_dir / "queues.csv").exists() and "handoff mh.r2" in (run_dir / "timeline.txt").read_text()
