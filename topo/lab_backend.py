@@ -309,8 +309,8 @@ class LabRun:
         self.t0_wall = time.time() + LEAD
         for k, f in enumerate(scn.flows):
             self._start_sender(k, f)
-        threads = [threading.Thread(target=self._guard, args=(self._timeline,), daemon=True),
-                   threading.Thread(target=self._guard, args=(self._sample,), daemon=True)]
+        threads = [threading.Thread(target=self._guard, args=(fn,), daemon=True)
+                   for fn in (self._timeline, self._edges, self._queues)]
         for t in threads:
             t.start()
         end = self.t0 + scn.duration
@@ -320,7 +320,7 @@ class LabRun:
             if self._errors:
                 break
         for t in threads:
-            t.join(timeout=STATUS_INTERVAL * 20)
+            t.join(timeout=5.0)
         if self._errors:
             raise RuntimeError("lab run failed: " + "; ".join(self._errors))
         self._finish_flows()
@@ -395,44 +395,55 @@ class LabRun:
             raise RuntimeError(f"{mh}.{iface} is in no cell at t={t}")
         return cell
 
-    def _sample(self) -> None:
+    def _status_rows(self) -> tuple[float, dict[str, dict[str, Any]], list[tuple]]:
+        """One `ctl status`: (scenario time, per-cell counters, queue rows of the sampled cells)."""
         from controller.control import request
+        status = request(self.socket_path, {"cmd": "status"})
+        now = time.monotonic() - self.t0
+        port_cell = {v: k for k, v in self.plan.cell_ports.items()}
+        want = set(self.scn.measure.queue_links)
+        snap: dict[str, dict[str, Any]] = {}
+        rows = []
+        for entry in status.get("ports", []):
+            cell = port_cell.get((entry["switch"], entry["port"]))
+            if cell is None:
+                continue
+            c = entry.get("counters", {})
+            dequeued = sum(c.get("aqm_dequeued", {}).values())
+            drops = {k: sum(c.get(k, {}).values()) for k in ("aqm_red_dropped", "aqm_overflow_dropped",
+                                                               "aqm_dummy_dropped")}
+            snap[cell] = {"bytes_sent": dequeued * wire_bytes(self.scn), "drops": drops, "dequeued": dequeued,
+                          "read_at": round(now, 4)}
+            aqm = entry.get("aqm")
+            if cell in want and aqm:
+                occ = aqm["occupancy"]
+                rows.append((now, cell, occ["np"] + occ["prio"] + occ["dummy"], occ["np"] + occ["prio"],
+                             occ["dummy"], aqm["avg_packets"]))
+        return now, snap, rows
+
+    def _edges(self) -> None:
+        """Per-port counters at every window edge (utilisation and drops in the windows)."""
         scn = self.scn
-        edges = sorted({w.t0 for w in scn.measure.windows} | {w.t1 for w in scn.measure.windows})
-        want = [c for c in scn.measure.queue_links if c in self.plan.cell_ports]
+        for edge in sorted({w.t0 for w in scn.measure.windows} | {w.t1 for w in scn.measure.windows}):
+            if not self._sleep_until(edge):
+                return
+            _, snap, _ = self._status_rows()
+            self.data.link_snapshots[edge] = snap
+
+    def _queues(self) -> None:
+        """Queue occupancy and average of the sampled cells, as often as status rounds allow."""
+        scn = self.scn
         skipped = [c for c in scn.measure.queue_links if c not in self.plan.cell_ports]
         if skipped:
             self.data.notes.append(f"queue samples of wired links ({', '.join(skipped)}) are not read in the lab")
-        port_cell = {v: k for k, v in self.plan.cell_ports.items()}
+        if not set(scn.measure.queue_links) & set(self.plan.cell_ports):
+            return
         interval = max(STATUS_INTERVAL, scn.measure.queue_interval)
         t = 0.0
-        while t <= scn.duration + 1e-9:
-            next_edge = next((e for e in edges if e >= t - 1e-9), None)
-            at = min(t, next_edge) if next_edge is not None else t
-            if not self._sleep_until(at):
-                return
-            status = request(self.socket_path, {"cmd": "status"})
-            now = time.monotonic() - self.t0
-            snap: dict[str, dict[str, Any]] = {}
-            for entry in status.get("ports", []):
-                cell = port_cell.get((entry["switch"], entry["port"]))
-                if cell is None:
-                    continue
-                c = entry.get("counters", {})
-                dequeued = sum(c.get("aqm_dequeued", {}).values())
-                drops = {k: sum(c.get(k, {}).values()) for k in ("aqm_red_dropped", "aqm_overflow_dropped",
-                                                                   "aqm_dummy_dropped")}
-                snap[cell] = {"bytes_sent": dequeued * wire_bytes(scn), "drops": drops, "dequeued": dequeued}
-                aqm = entry.get("aqm")
-                if cell in want and aqm:
-                    occ = aqm["occupancy"]
-                    self.data.queue_rows.append((now, cell, occ["np"] + occ["prio"] + occ["dummy"],
-                                                 occ["np"] + occ["prio"], occ["dummy"], aqm["avg_packets"]))
-            if next_edge is not None and at == next_edge:
-                self.data.link_snapshots[next_edge] = snap
-                edges.remove(next_edge)
-                continue
-            t += interval
+        while t <= scn.duration and self._sleep_until(t):
+            now, _, rows = self._status_rows()
+            self.data.queue_rows += rows
+            t = max(t + interval, now)   # a slow status round delays the next sample instead of queueing them
 
     # -- hosts ----------------------------------------------------------------------------------------
     def _tcp_args(self, f: Any) -> list[str]:

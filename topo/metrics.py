@@ -122,7 +122,9 @@ def value(scn: Scenario, data: RunData, q: Quantity) -> float:
         if not rate:
             raise ValueError(f"link {link} has no rate: utilisation is undefined")
         sent = _link_counter(data, link, t1, "bytes_sent") - _link_counter(data, link, t0, "bytes_sent")
-        return sent * 8 / (rate * length)
+        # a backend that could not read the counters exactly at the edges says when it did
+        a, b = (data.snapshot(t).get(link, {}).get("read_at", t) for t in (t0, t1))
+        return sent * 8 / (rate * (b - a if b > a else length))
     if q.metric == "drops":
         return _link_counter(data, link, t1, "drops") - _link_counter(data, link, t0, "drops")
     rows = [r for r in data.queue_rows if r[1] == link and t0 <= r[0] <= t1]
