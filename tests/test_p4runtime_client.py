@@ -396,27 +396,29 @@ def test_pipeline_cookie_is_read_back_by_another_client(client, rig, mini):
 @pytest.mark.netns
 def test_a_bad_pipeline_is_refused_and_the_switch_keeps_running(client, mini, tmp_path):
     bad = tmp_path / "bad.json"
-    bad.write_text('{"not": "a bmv2 program"}')
-    with pytest.raises(P4RuntimeError):
+    bad.write_text('{"truncated": ')
+    with pytest.raises(ValueError, match="bad.json is not valid JSON"):
         client.set_pipeline(mini[0], bad)
-    client.insert(TableEntry("port_fwd", {"standard_metadata.ingress_port": 1}, "drop"))
+    with pytest.raises(P4InfoError, match="is not a valid P4Info"):
+        client.set_pipeline(bad, mini[1])
+    client.insert(TableEntry("port_fwd", {"ingress_port": 1}, "drop"))
     assert len(client.read_table("port_fwd")) == 1
 
 
 @pytest.mark.bmv2
 @pytest.mark.netns
 def test_entries_insert_read_modify_delete(client):
-    entries = [TableEntry("port_fwd", {"standard_metadata.ingress_port": p}, "forward", {"port": 3 - p})
+    entries = [TableEntry("port_fwd", {"ingress_port": p}, "forward", {"port": 3 - p})
                for p in (1, 2)]
-    entries.append(TableEntry("dmac_acl", {"hdr.ethernet.dst_addr": ("01:00:00:00:00:00", "01:00:00:00:00:00"),
-                                           "hdr.ethernet.ether_type": (0x0800, 0x08ff)}, "drop", priority=7))
-    entries.append(TableEntry("smac_lpm", {"hdr.ethernet.src_addr": ("02:00:00:00:00:00", 8)}, "forward",
+    entries.append(TableEntry("dmac_acl", {"dst_addr": ("01:00:00:00:00:00", "01:00:00:00:00:00"),
+                                           "ether_type": (0x0800, 0x08ff)}, "drop", priority=7))
+    entries.append(TableEntry("smac_lpm", {"src_addr": ("02:00:00:00:00:00", 8)}, "forward",
                               {"port": 2}))
     client.insert(entries)
     expected = sorted((normalize(client.p4info, e) for e in entries), key=repr)
     assert sorted(client.read_table(), key=repr) == expected
-    client.modify(TableEntry("port_fwd", {"standard_metadata.ingress_port": 1}, "punt", {"reason": 9}))
-    [entry] = [e for e in client.read_table("port_fwd") if e.match == {"standard_metadata.ingress_port": 1}]
+    client.modify(TableEntry("port_fwd", {"ingress_port": 1}, "punt", {"reason": 9}))
+    [entry] = [e for e in client.read_table("port_fwd") if e.match == {"ingress_port": 1}]
     assert (entry.action, entry.params) == ("MiniIngress.punt", {"reason": 9})
     assert client.clear_table() == 4
     assert client.read_table() == []
@@ -425,18 +427,18 @@ def test_entries_insert_read_modify_delete(client):
 @pytest.mark.bmv2
 @pytest.mark.netns
 def test_a_failed_batch_reports_each_failing_update(client):
-    key = {"standard_metadata.ingress_port": 2}
+    key = {"ingress_port": 2}
     client.insert(TableEntry("port_fwd", key, "drop"))
     with pytest.raises(P4RuntimeError) as err:
         client.write([
-            (UpdateType.INSERT, TableEntry("port_fwd", {"standard_metadata.ingress_port": 1}, "drop")),
+            (UpdateType.INSERT, TableEntry("port_fwd", {"ingress_port": 1}, "drop")),
             (UpdateType.INSERT, TableEntry("port_fwd", key, "drop")),
-            (UpdateType.DELETE, TableEntry("port_fwd", {"standard_metadata.ingress_port": 7}, "drop")),
-            (UpdateType.INSERT, TableEntry("port_fwd", {"standard_metadata.ingress_port": 3}, "drop")),
+            (UpdateType.DELETE, TableEntry("port_fwd", {"ingress_port": 7}, "drop")),
+            (UpdateType.INSERT, TableEntry("port_fwd", {"ingress_port": 3}, "drop")),
         ])
     assert [(u.index, u.code) for u in err.value.updates] == [(1, "ALREADY_EXISTS"), (2, "NOT_FOUND")]
     assert "update 1: ALREADY_EXISTS" in str(err.value)
-    ports = sorted(e.match["standard_metadata.ingress_port"] for e in client.read_table("port_fwd"))
+    ports = sorted(e.match["ingress_port"] for e in client.read_table("port_fwd"))
     assert ports == [1, 2, 3]  # the good updates of the batch were applied
 
 
@@ -444,7 +446,7 @@ def test_a_failed_batch_reports_each_failing_update(client):
 @pytest.mark.netns
 def test_forwarding_counters_and_default_action(client, hosts):
     h1, h2 = hosts
-    client.insert(TableEntry("port_fwd", {"standard_metadata.ingress_port": 1}, "forward", {"port": 2}))
+    client.insert(TableEntry("port_fwd", {"ingress_port": 1}, "forward", {"port": 2}))
     for tag in range(3):
         h1.send(frame(tag, 100))
         assert h2.receive() == frame(tag, 100)
@@ -466,7 +468,7 @@ def test_forwarding_counters_and_default_action(client, hosts):
 @pytest.mark.netns
 def test_packet_in_and_packet_out(client, hosts):
     h1, h2 = hosts
-    client.insert(TableEntry("port_fwd", {"standard_metadata.ingress_port": 1}, "punt", {"reason": 5}))
+    client.insert(TableEntry("port_fwd", {"ingress_port": 1}, "punt", {"reason": 5}))
     h1.send(frame(11))
     pin = client.packet_in(timeout=2)
     assert pin is not None and pin.payload == frame(11)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import os
 import threading
 import time
@@ -130,6 +131,13 @@ class P4RuntimeClient:
             config = Path(device_config_path).read_bytes()
         except OSError as exc:
             raise FileNotFoundError(f"cannot read device config {device_config_path}: {exc.strerror}") from exc
+        if Path(device_config_path).suffix == ".json":
+            # BMv2 rejects a malformed JSON but is then left unable to hold any table entry or
+            # pipeline until restarted (PI keeps the half-done update), so check it before sending.
+            try:
+                json.loads(config)
+            except ValueError as exc:
+                raise ValueError(f"device config {device_config_path} is not valid JSON: {exc}") from None
         request = p4runtime_pb2.SetForwardingPipelineConfigRequest(
             device_id=self.device_id, action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
         request.election_id.high, request.election_id.low = self.election_id

@@ -66,7 +66,7 @@ control MiniIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
     }
 
     table port_fwd {
-        key = { std.ingress_port: exact; }
+        key = { std.ingress_port: exact @name("ingress_port"); }
         actions = { forward; punt; drop; }
         default_action = drop();
         size = 64;
@@ -74,8 +74,8 @@ control MiniIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
 
     table dmac_acl {
         key = {
-            hdr.ethernet.dst_addr: ternary;
-            hdr.ethernet.ether_type: range;
+            hdr.ethernet.dst_addr: ternary @name("dst_addr");
+            hdr.ethernet.ether_type: range @name("ether_type");
         }
         actions = { drop; NoAction; }
         default_action = NoAction();
@@ -83,7 +83,7 @@ control MiniIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
     }
 
     table smac_lpm {
-        key = { hdr.ethernet.src_addr: lpm; }
+        key = { hdr.ethernet.src_addr: lpm @name("src_addr"); }
         actions = { forward; NoAction; }
         default_action = NoAction();
         size = 64;

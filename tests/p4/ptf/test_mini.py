@@ -16,7 +16,7 @@ class Forward(P4RuntimeTest):
     """An entry by name forwards port 1 to 2; counter (P4Runtime) and register (Thrift) see it."""
 
     def runTest(self):
-        self.insert("port_fwd", {"standard_metadata.ingress_port": 1}, "forward", port=2)
+        self.insert("port_fwd", {"ingress_port": 1}, "forward", port=2)
         testutils.send_packet(self, 1, frame(1))
         testutils.verify_packet(self, frame(1), 2)
         testutils.verify_no_other_packets(self)
@@ -37,7 +37,7 @@ class PacketIo(P4RuntimeTest):
     """Packet-in with its metadata by name; packet-out to a chosen port."""
 
     def runTest(self):
-        self.insert("port_fwd", {"standard_metadata.ingress_port": 2}, "punt", reason=3)
+        self.insert("port_fwd", {"ingress_port": 2}, "punt", reason=3)
         testutils.send_packet(self, 2, frame(2))
         pin = self.get_packet_in()
         self.assertEqual((pin.metadata, pin.payload), ({"ingress_port": 2, "reason": 3}, bytes(frame(2))))
@@ -53,7 +53,7 @@ class QueueSettings(P4RuntimeTest):
     def runTest(self):
         self.set_queue_rate(1000, port=2)
         self.set_queue_depth(8, port=2, priority=0)
-        self.insert("port_fwd", {"standard_metadata.ingress_port": 1}, "forward", port=2)
+        self.insert("port_fwd", {"ingress_port": 1}, "forward", port=2)
         for tag in range(5):
             testutils.send_packet(self, 1, frame(tag))
         self.assertEqual(self.collect(2, idle_timeout=0.5), [bytes(frame(tag)) for tag in range(5)])
