@@ -233,9 +233,7 @@ class Bmv2Switch:
     def command(self) -> list[str]:
         """The simple_switch_grpc command line this switch runs."""
         args = [SIMPLE_SWITCH_GRPC, "--no-p4", "--device-id", str(self.device_id),
-                "--thrift-port", str(self.thrift_port),
-                # the default IPC path depends on the device id only: two switches would collide
-                "--notifications-addr", f"ipc://{self.log_path.with_suffix('.ipc')}"]
+                "--thrift-port", str(self.thrift_port)]
         for port, ifname in sorted(self.ports.items()):
             args += ["-i", f"{port}@{ifname}"]
         if self.log_level:
@@ -304,9 +302,7 @@ class Bmv2Switch:
         """Stop the switch by its PID (TERM, then KILL); returns its exit status."""
         if self.proc is None:
             return None
-        status = stop_process(self.proc, timeout)
-        self.log_path.with_suffix(".ipc").unlink(missing_ok=True)
-        return status
+        return stop_process(self.proc, timeout)
 
     def __enter__(self) -> "Bmv2Switch":
         return self.start()
