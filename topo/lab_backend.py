@@ -559,6 +559,9 @@ class LabRun:
                 row = json.loads(line)
             except ValueError:
                 continue
+            if row.get("event") == "handoff_active":
+                self.data.notes.append(f"controller: handoff of {row.get('mh')} active {row.get('duration_ms')} ms "
+                                       "after its registration (registration → new path, buffer flushed, notified)")
             if row.get("event") in ("notified", "handoff_complete", "handoff_active", "detached", "probe_up"):
                 self.data.notifications.append((row["ts"] - self.t0_wall, f"{row['event']} "
                                                  + json.dumps({k: v for k, v in row.items() if k not in ("ts", "event")})))

@@ -152,9 +152,27 @@ def plan(scn: Scenario) -> LabPlan:
         problems.append(f"needs exactly one router (the gateway switch), the scenario has {len(topo.routers)}")
         raise LabError(scn.name, problems)
     gw = topo.routers[0]
-    bs_names = [b.name for b in topo.base_stations]
+    # the controller's model has one cell per BS: a BS with several cells runs as one switch per cell,
+    # each with all of the BS's links (only one of them carries a given MH at a time)
+    lab_of: dict[str, list[str]] = {}
+    cell_switch: dict[str, str] = {}
+    for b in topo.base_stations:
+        cells = [c.name for c in topo.cells if c.bs == b.name]
+        if len(cells) > 1:
+            lab_of[b.name] = [f"{b.name}-{c}"[:32] for c in cells]
+            cell_switch.update({c: f"{b.name}-{c}"[:32] for c in cells})
+            notes.append(f"base station {b.name} serves {len(cells)} cells: it runs as {len(cells)} BMv2 switches "
+                         f"({', '.join(lab_of[b.name])}), each with the BS's links")
+        else:
+            lab_of[b.name] = [b.name]
+            cell_switch.update({c: b.name for c in cells})
+    bs_names = [s for b in topo.base_stations for s in lab_of[b.name]]
     hosts = {h.name for h in topo.correspondents}
     switches: dict[str, dict[int, str]] = {gw: {}, **{b: {} for b in bs_names}}
+    order = [gw, *bs_names]
+
+    def ifname(sw: str, port: int) -> str:
+        return f"s{order.index(sw)}p{port}"
     peers: dict[str, dict[str, int]] = {s: {} for s in switches}
     wires: list[Wire] = []
     queues: list[QueueRate] = []
@@ -190,28 +208,27 @@ def plan(scn: Scenario) -> LabPlan:
             host_plans[host] = HostPlan(host, topo.address_of(host), "fixed",
                                         {"eth0": ("eth0", _mac(0x10, len(host_plans) + 1))}, switch_port=p)
             continue
-        if not ends <= set(switches):
+        if not ends <= {gw, *lab_of}:
             problems.append(f"link {link.a}–{link.b}: unknown switch")
             continue
-        if gw not in ends and not ends <= set(bs_names):
-            problems.append(f"link {link.a}–{link.b}: not supported")
-            continue
-        pa, pb = port_of(link.a), None
-        switches[link.a][pa] = f"{link.a[:6]}p{pa}"
-        pb = port_of(link.b)
-        switches[link.b][pb] = f"{link.b[:6]}p{pb}"
-        peers[link.a][link.b], peers[link.b][link.a] = pa, pb
         emu = None
         if link.delay or link.loss or link.reverse_loss:
             emu = Emulated(LinkParams(None, link.delay, link.reverse_loss, UNBOUNDED),
                            LinkParams(None, link.delay, link.loss, UNBOUNDED))
-        wires.append(Wire("switch-switch", ("fab", switches[link.a][pa]), ("fab", switches[link.b][pb]), emu))
-        for sw, port, q in ((link.a, pa, link.queue), (link.b, pb, link.reverse_queue)):
-            if link.rate_bps is not None:
-                queues.append(QueueRate(sw, port, pps(link.rate_bps, size), q.limit if q else 64))
-    for b in bs_names:
-        if b not in peers[gw]:
-            problems.append(f"base station {b} has no link to the gateway {gw}")
+        for sa in lab_of.get(link.a, [link.a]):
+            for sb in lab_of.get(link.b, [link.b]):
+                pa = port_of(sa)
+                switches[sa][pa] = ifname(sa, pa)
+                pb = port_of(sb)
+                switches[sb][pb] = ifname(sb, pb)
+                peers[sa][sb], peers[sb][sa] = pa, pb
+                wires.append(Wire("switch-switch", ("fab", switches[sa][pa]), ("fab", switches[sb][pb]), emu))
+                for sw, port, q in ((sa, pa, link.queue), (sb, pb, link.reverse_queue)):
+                    if link.rate_bps is not None:
+                        queues.append(QueueRate(sw, port, pps(link.rate_bps, size), q.limit if q else 64))
+    for b in topo.base_stations:
+        if any(sw not in peers[gw] for sw in lab_of[b.name]):
+            problems.append(f"base station {b.name} has no link to the gateway {gw}")
     for h in topo.correspondents:
         if h.name not in host_plans and not any(h.name in p for p in problems):
             problems.append(f"correspondent {h.name} has no link to the gateway")
@@ -220,22 +237,16 @@ def plan(scn: Scenario) -> LabPlan:
     bridges: dict[str, str] = {}
     aqm: dict[tuple[str, int], dict[str, Any]] = {}
     for k, c in enumerate(topo.cells):
-        p = port_of(c.bs)
-        switches[c.bs][p] = f"{c.bs[:6]}p{p}"
-        cell_ports[c.name] = (c.bs, p)
+        sw = cell_switch[c.name]
+        p = port_of(sw)
+        switches[sw][p] = ifname(sw, p)
+        cell_ports[c.name] = (sw, p)
         bridges[c.name] = f"br{k}"
-        wires.append(Wire("switch-bridge", ("fab", switches[c.bs][p]), ("fab", f"br{k}")))
-        queues.append(QueueRate(c.bs, p, pps(c.rate_bps, size), c.queue.limit))
-        aqm[(c.bs, p)] = _aqm(c.queue, c.rate_bps, size, notes, f"cell {c.name}")
-        if c.up_queue_limit and c.up_rate_bps and c.up_rate_bps < c.rate_bps / 10:
-            notes.append(f"cell {c.name}: uplink {c.up_rate_bps:g} b/s is emulated per host, not shared")
-    cells_by_bs: dict[str, list[str]] = {}
-    for c in topo.cells:
-        cells_by_bs.setdefault(c.bs, []).append(c.name)
-    for bs, cs in cells_by_bs.items():
-        if len(cs) > 1:
-            notes.append(f"base station {bs} serves {len(cs)} cells ({', '.join(cs)}) on {len(cs)} access ports; "
-                         "notifications carry the BS's one cell id")
+        wires.append(Wire("switch-bridge", ("fab", switches[sw][p]), ("fab", f"br{k}")))
+        queues.append(QueueRate(sw, p, pps(c.rate_bps, size), c.queue.limit))
+        aqm[(sw, p)] = _aqm(c.queue, c.rate_bps, size, notes, f"cell {c.name}")
+        if c.up_rate_bps != c.rate_bps:
+            notes.append(f"cell {c.name}: the uplink's {c.up_rate_bps:g} b/s is emulated per host, not shared")
     # hosts in cells: every (host, iface, cell) the timeline ever uses gets a path
     places: dict[str, set[tuple[str, str]]] = {}
     active_at_start: dict[str, tuple[str, str]] = {}
