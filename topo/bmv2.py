@@ -32,13 +32,11 @@ SIMPLE_SWITCH_CLI = "simple_switch_CLI"
 P4C = "p4c-bm2-ss"
 DEFAULT_QUEUE_DEPTH = 64  # packets: simple_switch's built-in depth of every egress queue
 _ids = itertools.count()
+# Run as `python -c` inside the switch's namespace (gRPC sockets cannot be moved across namespaces);
+# exits 0 once the server answers, non-zero (uncaught timeout) if it does not.
 _GRPC_PROBE = """
 import sys, grpc
-channel = grpc.insecure_channel(sys.argv[1])
-try:
-    grpc.channel_ready_future(channel).result(timeout=float(sys.argv[2]))
-except grpc.FutureTimeoutError:
-    sys.exit(1)
+grpc.channel_ready_future(grpc.insecure_channel(sys.argv[1])).result(timeout=float(sys.argv[2]))
 """
 
 
