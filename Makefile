@@ -10,7 +10,7 @@ P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
 # protobuf it only loads with the pure-Python implementation.
 export PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION := python
 
-.PHONY: setup build test unit ptf clean bench-hosts bench-pipeline run run-sweeps run-all bench-lab bench-controller
+.PHONY: setup build test unit ptf clean bench-hosts bench-pipeline run run-lab run-sweeps run-all bench-lab bench-controller
 
 setup: ## install everything installable from apt and PyPI; report what is missing
 	bash scripts/setup.sh
@@ -21,7 +21,7 @@ $(BUILD)/bs.json: $(P4_SOURCES)
 	@command -v $(P4C) >/dev/null || { echo "make build: '$(P4C)' (p4c for BMv2) is not installed; see README, section 'P4 toolchain'." >&2; exit 2; }
 	@mkdir -p $(BUILD)
 	$(P4C) --arch v1model --std p4-16 -I p4src/include -o $@ \
-	  --p4runtime-files $(BUILD)/bs.p4info.txtpb,$(BUILD)/bs.p4info.binpb $(P4_MAIN)
+	  --p4runtime-files $(BUILD)/bs.p4info.txtpb,$(BUILD)/bs.p4info.bin $(P4_MAIN)
 
 test: ## every suite; BMv2 and namespace suites skip, by name and reason, where their tools are absent
 	@if command -v $(P4C) >/dev/null; then $(MAKE) --no-print-directory build; fi
@@ -43,12 +43,15 @@ bench-controller: build ## handoff completion time and handoff rate of the contr
 	$(PY) bench/controller.py
 
 # The lab (issue 5): scenario files in traces/, results in results/<scenario>/<run-id>/.
-BACKEND ?= auto
+BACKEND ?= sim
 RUN_SET ?= traces/vh-wlan-to-3g.yaml traces/vh-3g-to-lan.yaml traces/vh-switching.yaml
 SWEEP_SET ?= traces/vh-wlan-to-3g-buffers.yaml traces/vh-3g-to-lan-buffers.yaml traces/vh-switching-buffers.yaml
 
-run: ## the default experiment set: the three vertical-handoff cases beside the published table (BACKEND=auto|sim|lab)
+run: ## the default experiment set: the three vertical-handoff cases beside the published table (simulator; BACKEND=auto|lab to change)
 	$(PY) -m p4handoff run $(RUN_SET) --backend $(BACKEND)
+
+run-lab: ## the same set on BMv2 + controller + host endpoints + emulators (needs root, BMv2, build/bs.json; ~12 min)
+	$(PY) -m p4handoff run $(RUN_SET) --backend lab
 
 run-sweeps: ## buffer / min-RTO sensitivity of the three vertical-handoff cases (simulator)
 	$(PY) -m p4handoff run $(SWEEP_SET) --backend sim

@@ -68,6 +68,8 @@ control V1Ingress(inout headers_t hdr, inout local_meta_t meta,
     }
 
     apply {
+        bit<8> kind = 0;
+        bit<32> reason_base = (bit<32>)sm.ingress_port * REASON_STRIDE;
         meta.ingress_port = sm.ingress_port;
         meta.now_us = sm.ingress_global_timestamp;
         meta.frame_len = hdr.packet_out.isValid() ? sm.packet_length - PACKET_OUT_BYTES
@@ -84,7 +86,6 @@ control V1Ingress(inout headers_t hdr, inout local_meta_t meta,
             return;
         }
 
-        bit<8> kind = 0;
         if (sm.parser_error == error.PacketTooShort) {
             kind = MALFORMED_TRUNCATED;
         } else if (sm.parser_error == error.Ipv4BadVersion) {
@@ -101,37 +102,34 @@ control V1Ingress(inout headers_t hdr, inout local_meta_t meta,
             bs_ingress.apply(hdr, meta);
             kind = meta.malformed_kind;
         }
-        bit<32> reason_base = (bit<32>)sm.ingress_port * REASON_STRIDE;
+
         if (kind != 0) {
             malformed.count(reason_base + (bit<32>)kind);
             mark_to_drop(sm);
-            return;
-        }
-        if (meta.sanitised) {
-            sanitised.count((bit<32>)sm.ingress_port);
-        }
-        if (meta.drop) {
-            fwd_dropped.count(reason_base + (bit<32>)meta.drop_reason);
-            mark_to_drop(sm);
-            return;
-        }
-        bool telemetry = meta.punt_reason == PUNT_REASON_TELEMETRY;
-        if (meta.punt_reason != 0 && !telemetry) {
-            to_cpu(reason_base);
-            return;
-        }
-        if (!telemetry) {
-            sm.egress_spec = meta.egress_port;
-            if (meta.cls == AQM_CLASS_DUMMY) {
-                sm.priority = QUEUE_PRIORITY_DUMMY;
+        } else {
+            if (meta.sanitised) {
+                sanitised.count((bit<32>)sm.ingress_port);
             }
-        }
-        if (telemetry || meta.aqm_on) {
-            /* admission (may drop), or the probe's register reads */
-            aqm_ingress.apply(hdr, meta, sm);
-        }
-        if (telemetry) {
-            to_cpu(reason_base);
+            if (meta.drop) {
+                fwd_dropped.count(reason_base + (bit<32>)meta.drop_reason);
+                mark_to_drop(sm);
+            } else if (meta.punt_reason != 0 && meta.punt_reason != PUNT_REASON_TELEMETRY) {
+                to_cpu(reason_base);
+            } else {
+                if (meta.punt_reason == 0) {
+                    sm.egress_spec = meta.egress_port;
+                    if (meta.cls == AQM_CLASS_DUMMY) {
+                        sm.priority = QUEUE_PRIORITY_DUMMY;
+                    }
+                }
+                if (meta.punt_reason == PUNT_REASON_TELEMETRY || meta.aqm_on) {
+                    /* admission (may drop), or the probe's register reads */
+                    aqm_ingress.apply(hdr, meta, sm);
+                }
+                if (meta.punt_reason == PUNT_REASON_TELEMETRY) {
+                    to_cpu(reason_base);
+                }
+            }
         }
     }
 }

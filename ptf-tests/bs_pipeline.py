@@ -9,8 +9,9 @@ Topology (switch port = PTF port):
 """
 from __future__ import annotations
 
+import struct
 import time
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from scapy.all import IP, TCP, UDP, Ether, Raw
 
@@ -39,6 +40,23 @@ CH_ADDR = "10.9.0.1"
 FAR_MH_ADDR = "10.2.0.10"  # an MH now behind the peer
 
 DUMMY_RESERVED = C["TCP_BYTE12_DUMMY_MASK"] >> 1  # scapy's 3-bit TCP `reserved` field holds bits 0x0E
+
+SETTLE_S = 0.1  # a packet sent by PTF reaches the switch's queues well within this
+
+# the telemetry header (docs/wire-contract.md) and a probe frame to carry it
+TELEMETRY = struct.Struct(">HBBIIIII")
+PROBE = Ether(dst="02:00:00:00:00:00", src="02:00:00:00:00:00", type=0x88B5)
+
+
+class Telemetry(NamedTuple):
+    port: int
+    aqm_mode: int
+    pad: int
+    occ_np: int
+    occ_prio: int
+    occ_dummy: int
+    avg: int        # Q16.16 packets
+    red_count: int  # Floyd-Jacobson count + 1
 
 
 def tos(dscp: int, ecn: int = 0) -> int:
@@ -132,12 +150,19 @@ class BsTest(P4RuntimeTest):
     def reason_count(self, name: str, port: int, reason: int) -> int:
         return self.counter(name, port * C["REASON_STRIDE"] + reason).packets
 
+    def telemetry(self, port: int) -> Telemetry:
+        """The port's AQM state through the telemetry probe (P4Runtime packet I/O: milliseconds, where a
+        Thrift register read costs a CLI process)."""
+        self.packet_out(PROBE, egress_port=port, telemetry=1)
+        pin = self.get_packet_in()
+        if pin.metadata.get("reason") != C["PUNT_REASON_TELEMETRY"]:
+            self.fail(f"expected a telemetry packet-in, got {pin.metadata}")
+        return Telemetry(*TELEMETRY.unpack(pin.payload[:TELEMETRY.size]))
+
     def occupancy(self, port: int) -> list[int]:
         """Current occupancy registers of a port: [non-priority, priority, dummy]."""
-        base = port * C["AQM_CLASS_STRIDE"]
-        cells = self.register("occupancy")
-        return [cells[base + C["AQM_CLASS_NP"]], cells[base + C["AQM_CLASS_PRIO"]],
-                cells[base + C["AQM_CLASS_DUMMY"]]]
+        t = self.telemetry(port)
+        return [t.occ_np, t.occ_prio, t.occ_dummy]
 
     def counted_occupancy(self, port: int) -> list[int]:
         """The same from counters over P4Runtime: enqueued - dequeued per class."""
@@ -145,13 +170,16 @@ class BsTest(P4RuntimeTest):
                 for cls in (C["AQM_CLASS_NP"], C["AQM_CLASS_PRIO"], C["AQM_CLASS_DUMMY"])]
 
     def wait_drained(self, port: int, timeout: float = 15.0) -> list[int]:
-        """Poll until the port's occupancy registers are all zero (or timeout); returns the last value."""
+        """Poll until the port's occupancy registers are all zero (or timeout); returns the last value.
+        Waits SETTLE_S first so that packets just sent have reached the switch's queues."""
+        time.sleep(SETTLE_S)
         deadline = time.monotonic() + timeout
         occ = self.occupancy(port)
         while any(occ) and time.monotonic() < deadline:
-            time.sleep(0.2)
+            time.sleep(0.05)
             occ = self.occupancy(port)
         return occ
 
     def avg(self, port: int) -> int:
-        return self.register("avg_occupancy", port)
+        """The port's average occupancy register (Q16.16 packets)."""
+        return self.telemetry(port).avg

@@ -5,7 +5,8 @@ import time
 
 from ptf import testutils
 
-from bs_pipeline import (ACCESS, ACCESS2, C, MH2_ADDR, MH_ADDR, PEER, BsTest, tcp_to, tunnel, udp_to)
+from bs_pipeline import (ACCESS, ACCESS2, C, MH2_ADDR, MH_ADDR, MH_MAC, PEER, BsTest, delivered, tcp_to, tunnel,
+                         udp_to)
 from controller.aqm_tables import (AQM_MODE_DROPTAIL, AQM_MODE_MRED, AQM_MODE_RED, DECAY_ONE, PortAqm, RedParams,
                                    aqm_port_entry, drop_fraction_fixed, drop_fraction_float,
                                    fixed_avg)
@@ -16,13 +17,13 @@ PRIO_DSCP = C["DSCP_IPF_PRIORITY_DEFAULT"]
 
 
 class RedVsMredPriorityBurst(BsTest):
-    """The IPF experiment in miniature: a congested queue (non-priority backlog, 50 pkt/s) receives a
+    """The IPF experiment in miniature: a congested queue (non-priority backlog, 20 pkt/s) receives a
     burst of 30 priority packets. M-RED (port 2): no priority packet is dropped and the average does not
     move. RED (port 4, same parameters, same traffic): the average jumps past max_th and priority packets
     are dropped."""
 
     RED = RedParams(min_th=8, max_th=20, max_p=0.1, wq_shift=2, levels=8)
-    BACKLOG, BURST, RATE = 10, 30, 50
+    BACKLOG, BURST, RATE = 10, 30, 20
 
     def runTest(self):
         self.configure_aqm(PortAqm(ACCESS, AQM_MODE_MRED, qlimit=60, dummy_th=60, red=self.RED))
@@ -76,9 +77,10 @@ class EarlyDropMatchesAnalyticLaw(BsTest):
             pinned = fixed_avg(avg)
             self.thrift.register_write("avg_occupancy", ACCESS, pinned)
             before = self._counts()
-            self.send_all(1, (frame for _ in range(self.PACKETS)))
-            self.wait_drained(ACCESS)
-            red, enq, over = (b - a for a, b in zip(before, self._counts()))
+            for _ in range(self.PACKETS // 100):  # paced, so the switch's input queue does not overflow
+                self.send_all(1, (frame for _ in range(100)))
+                time.sleep(0.01)
+            red, enq, over = (b - a for a, b in zip(before, self._settled_counts()))
             arrivals = red + enq + over
             self.assertGreater(arrivals, self.PACKETS // 2, "the switch saw too few packets")
             measured = red / arrivals
@@ -94,12 +96,25 @@ class EarlyDropMatchesAnalyticLaw(BsTest):
         return tuple(self.aqm_count(name, ACCESS, NP).packets
                      for name in ("aqm_red_dropped", "aqm_enqueued", "aqm_overflow_dropped"))
 
+    def _settled_counts(self, quiet: float = 0.3, timeout: float = 20.0):
+        """The counts once they stopped changing for `quiet` s (the switch worked off its input)."""
+        deadline = time.monotonic() + timeout
+        counts = self._counts()
+        while time.monotonic() < deadline:
+            time.sleep(quiet)
+            latest = self._counts()
+            if latest == counts:
+                break
+            counts = latest
+        return counts
+
 
 class IdleCorrection(BsTest):
     """An arrival to an empty queue decays the average by (1 - w_q)^(idle / s), from the aqm_idle table.
 
     The idle time is bracketed by wall-clock times around the packets (the queue emptied after the
-    first send and before wait_drained returned); s = 20 ms keeps the expected factor well inside (0, 1)."""
+    first send and before that packet was received); s = 20 ms keeps the expected factor well inside
+    (0, 1)."""
 
     RED = RedParams(min_th=30, max_th=60, max_p=0.1, wq_shift=4, mean_pkt_time_us=20000.0)
 
@@ -108,8 +123,9 @@ class IdleCorrection(BsTest):
         frame = udp_to(MH_ADDR)
         t_start = time.monotonic()
         testutils.send_packet(self, 1, frame)
-        self.assertEqual(self.wait_drained(ACCESS), [0, 0, 0])
+        testutils.verify_packet(self, delivered(frame, MH_MAC), ACCESS)
         t_drained = time.monotonic()
+        self.assertEqual(self.wait_drained(ACCESS), [0, 0, 0])
         start_avg = fixed_avg(20)
         self.thrift.register_write("avg_occupancy", ACCESS, start_avg)
         testutils.send_packet(self, 1, frame)

@@ -1,14 +1,7 @@
 """The telemetry probe: a packet-out with telemetry=1 is answered by a packet-in (reason TELEMETRY)
 carrying the AQM state of the port it names, readable without Thrift."""
-import struct
-
-from scapy.all import Ether
-
-from bs_pipeline import ACCESS, ACCESS2, C, MH_ADDR, BsTest, udp_to
+from bs_pipeline import ACCESS, ACCESS2, C, MH_ADDR, PROBE, TELEMETRY, BsTest, udp_to
 from controller.aqm_tables import AQM_MODE_MRED, PortAqm, RedParams, fixed_avg
-
-TELEMETRY = struct.Struct(">HBBIIIII")  # port, aqm_mode, pad, occ np/prio/dummy, avg Q16.16, red count + 1
-PROBE = Ether(dst="02:00:00:00:00:00", src="02:00:00:00:00:00", type=0x88B5)
 
 
 class TelemetryProbe(BsTest):
@@ -26,7 +19,7 @@ class TelemetryProbe(BsTest):
         self.assertEqual(pin.payload[TELEMETRY.size:], bytes(PROBE))
         self.assertEqual((port, mode, occ_prio, occ_dummy, count), (ACCESS, AQM_MODE_MRED, 0, 0, 0))
         self.assertTrue(6 <= occ_np <= 8, occ_np)
-        self.assertEqual(avg, self.avg(ACCESS))
+        self.assertEqual(avg, self.register("avg_occupancy", ACCESS))  # the same register over Thrift
         self.assertGreater(avg, 0)
         self.assertLess(avg, fixed_avg(8))
 

@@ -9,7 +9,12 @@
 
 control DsbpClassify(in headers_t hdr, inout local_meta_t meta) {
     apply {
-        bit<6> dscp = hdr.inner.isValid() ? hdr.inner.dscp : hdr.ipv4.dscp;
+        bit<6> dscp = 0;  /* of the innermost IPv4 header */
+        if (hdr.inner.isValid()) {
+            dscp = hdr.inner.dscp;
+        } else if (hdr.ipv4.isValid()) {
+            dscp = hdr.ipv4.dscp;
+        }
         if (hdr.tcp.isValid() && hdr.tcp.dummy == 1 && dscp == DSCP_LE) {
             meta.cls = AQM_CLASS_DUMMY;
         } else if (meta.ipf_priority) {

@@ -95,7 +95,6 @@ control Ipv4Forwarding(inout headers_t hdr, inout local_meta_t meta) {
     action decap() {
         hdr.ipv4.setInvalid();
         hdr.ipv4_opts.setInvalid();
-        meta.l3_inner = true;
     }
 
     /* tunnels addressed to this switch */
@@ -150,54 +149,76 @@ control Ipv4Forwarding(inout headers_t hdr, inout local_meta_t meta) {
         size = 4096;
     }
 
+    /* The effective IPv4 header is `ipv4` while it is valid, else `inner`
+     * (after decapsulation). Every access below is guarded by validity. */
     apply {
+        bit<8> ttl = 0;
+        bit<6> dscp = 0;
+        bit<2> ecn = 0;
+        bit<16> total_len = 0;
         if (hdr.inner.isValid()) {
             tunnel_term.apply();
         }
-        meta.l3_dst = meta.l3_inner ? hdr.inner.dst : hdr.ipv4.dst;
+        if (hdr.ipv4.isValid()) {
+            meta.l3_dst = hdr.ipv4.dst;
+        } else if (hdr.inner.isValid()) {
+            meta.l3_dst = hdr.inner.dst;
+        }
         ipv4_fwd.apply();
         if (!routed) {
             return;
         }
-        bit<8> ttl = meta.l3_inner ? hdr.inner.ttl : hdr.ipv4.ttl;
+        if (hdr.ipv4.isValid()) {
+            ttl = hdr.ipv4.ttl;
+        } else if (hdr.inner.isValid()) {
+            ttl = hdr.inner.ttl;
+        }
         if (ttl <= 1) {
             meta.drop = true;
             meta.drop_reason = FWD_DROP_TTL;
             return;
         }
-        if (meta.l3_inner) {
-            hdr.inner.ttl = ttl - 1;
-        } else {
+        if (hdr.ipv4.isValid()) {
             hdr.ipv4.ttl = ttl - 1;
+        } else if (hdr.inner.isValid()) {
+            hdr.inner.ttl = ttl - 1;
         }
-        if (is_tunnel) {
-            if (!meta.l3_inner && hdr.inner.isValid()) {
-                /* a transit tunnel re-encapsulated: its old outer header goes */
-                hdr.ipv4.setInvalid();
-                hdr.ipv4_opts.setInvalid();
-                meta.l3_inner = true;
-            }
-            if (meta.tunnel_mark == 1) {
-                meta.ipf_priority = true;
-            }
-            hdr.encap.setValid();
-            hdr.encap.version = 4;
-            hdr.encap.ihl = 5;
-            /* the priority mark, else the inner codepoint (already sanitised:
-             * never the priority codepoint), so LE dummies stay LE */
-            hdr.encap.dscp = meta.ipf_priority ? meta.ipf_dscp
-                           : (meta.l3_inner ? hdr.inner.dscp : hdr.ipv4.dscp);
-            hdr.encap.ecn = meta.l3_inner ? hdr.inner.ecn : hdr.ipv4.ecn;
-            hdr.encap.total_len = (meta.l3_inner ? hdr.inner.total_len : hdr.ipv4.total_len) + IPV4_HEADER_BYTES;
-            hdr.encap.identification = 0;
-            hdr.encap.flags = 0;
-            hdr.encap.frag_offset = 0;
-            hdr.encap.ttl = TUNNEL_TTL;
-            hdr.encap.protocol = IP_PROTO_IPIP;
-            hdr.encap.hdr_checksum = 0;
-            hdr.encap.src = tun_src;
-            hdr.encap.dst = tun_dst;
+        if (!is_tunnel) {
+            return;
         }
+        if (hdr.ipv4.isValid() && hdr.inner.isValid()) {
+            /* a transit tunnel re-encapsulated: its old outer header goes */
+            hdr.ipv4.setInvalid();
+            hdr.ipv4_opts.setInvalid();
+        }
+        if (hdr.ipv4.isValid()) {
+            dscp = hdr.ipv4.dscp;
+            ecn = hdr.ipv4.ecn;
+            total_len = hdr.ipv4.total_len;
+        } else if (hdr.inner.isValid()) {
+            dscp = hdr.inner.dscp;
+            ecn = hdr.inner.ecn;
+            total_len = hdr.inner.total_len;
+        }
+        if (meta.tunnel_mark == 1) {
+            meta.ipf_priority = true;
+        }
+        hdr.encap.setValid();
+        hdr.encap.version = 4;
+        hdr.encap.ihl = 5;
+        /* the priority mark, else the inner codepoint (already sanitised:
+         * never the priority codepoint), so LE dummies stay LE */
+        hdr.encap.dscp = meta.ipf_priority ? meta.ipf_dscp : dscp;
+        hdr.encap.ecn = ecn;
+        hdr.encap.total_len = total_len + IPV4_HEADER_BYTES;
+        hdr.encap.identification = 0;
+        hdr.encap.flags = 0;
+        hdr.encap.frag_offset = 0;
+        hdr.encap.ttl = TUNNEL_TTL;
+        hdr.encap.protocol = IP_PROTO_IPIP;
+        hdr.encap.hdr_checksum = 0;
+        hdr.encap.src = tun_src;
+        hdr.encap.dst = tun_dst;
     }
 }
 

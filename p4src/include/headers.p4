@@ -151,7 +151,6 @@ struct local_meta_t {
     bool     trusted_tunnel;   /* IPIP from a configured peer on a peer port */
     bool     ipf_priority;     /* IPF priority packet (AQM class PRIO) */
     bit<6>   ipf_dscp;         /* the priority codepoint in force */
-    bool     l3_inner;         /* the effective IPv4 header is `inner` */
     ip4_t    l3_dst;
     bit<1>   tunnel_mark;      /* tunnel action asked for the priority mark */
 

@@ -33,7 +33,6 @@ control BsIngress(inout headers_t hdr, inout local_meta_t meta) {
         meta.sanitised = false;
         meta.trusted_tunnel = false;
         meta.ipf_priority = false;
-        meta.l3_inner = false;
         meta.l3_dst = 0;
         meta.tunnel_mark = 0;
         meta.aqm_on = false;

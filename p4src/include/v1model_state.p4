@@ -111,6 +111,7 @@ control V1AqmIngress(inout headers_t hdr, inout local_meta_t meta, inout standar
     apply {
         bit<32> port = (bit<32>)meta.egress_port;
         bit<32> base = port * AQM_CLASS_STRIDE;
+        bit<32> idx = base + (bit<32>)meta.cls;
         if (meta.punt_reason == PUNT_REASON_TELEMETRY) {
             fill_telemetry(port, base);
             return;
@@ -124,7 +125,6 @@ control V1AqmIngress(inout headers_t hdr, inout local_meta_t meta, inout standar
         if (meta.update_cnt) {
             write_count(port);
         }
-        bit<32> idx = base + (bit<32>)meta.cls;
         if (meta.verdict == VERDICT_ADMIT) {
             enqueue(idx);
             aqm_enqueued.count(idx);
