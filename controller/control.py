@@ -62,6 +62,8 @@ def parse_request(line: bytes) -> tuple[str, dict[str, Any]] | str:
     for name in COMMANDS[cmd]:
         if not isinstance(msg.get(name), str):
             return f"{cmd} needs a string field {name!r}"
+    if "counters" in msg and not isinstance(msg["counters"], bool):
+        return "'counters' must be true or false"
     if "port" in msg and msg["port"] is not None and (isinstance(msg["port"], bool) or not isinstance(msg["port"], int)):
         return "'port' must be an integer"
     return cmd, msg

@@ -10,9 +10,11 @@ punted into one FIFO and released from there, priority-marked, along one
 path (old BS → new BS tunnel). The gateway's packets are held until a drain
 marker sent along the gateway → old BS link comes back punted by the old BS:
 then every packet the gateway sent that way before diverting is already in
-the FIFO, ahead of them. Only when the FIFO is empty and no marker is
-outstanding are the diverting switches switched to their final routes
-(gateway → new BS, old BS → priority tunnel to the new BS for the hold time).
+the FIFO, ahead of them. When the FIFO is empty and no marker is out, a last
+marker follows the releases and comes back once they have passed the new
+BS's ingress (packet-outs travel asynchronously, route writes do not); only
+then are the diverting switches switched to their final routes (gateway →
+new BS, old BS → priority tunnel to the new BS for the hold time).
 """
 from __future__ import annotations
 
@@ -70,6 +72,10 @@ class MhState:
     diverts: set[str] = field(default_factory=set)
     gw_marker: tuple[int, float] | None = None          # (nonce, deadline)
     path_markers: dict[int, tuple[float, str]] = field(default_factory=dict)   # nonce -> (deadline, bs)
+    drain_marker: tuple[int, float] | None = None       # behind the releases of this handoff
+    drained: bool = False            # the drain marker came back: releases are queued at the new BS
+    releases: int = 0                # packets released in this handoff
+    after_drain: int = 0             # released after the drain marker left: may be overtaken
     holds: dict[str, float] = field(default_factory=dict)   # old BS -> time its tunnel is removed
     started: float | None = None     # registration time of the running handoff
     flush_deadline: float | None = None
@@ -100,6 +106,7 @@ class Mobility:
         rng = random.Random(seed)
         self._nonces = itertools.count(rng.getrandbits(63))
         self._timers: list[tuple[float, str]] = []
+        self._marker_owner: dict[int, str] = {}      # outstanding marker nonce -> MH name
         self.unknown_punts = 0
         c = net.controller
         self.hold_s = c.hold_time_ms / 1000
@@ -239,7 +246,7 @@ class Mobility:
             return []
         nonce = marker_nonce(ip)
         if nonce is not None:
-            return self._marker_back(switch, ip.dst, nonce, now)
+            return self._marker_back(switch, nonce, now)
         st = self._by_addr.get(ip.dst)
         if st is None:
             self.unknown_punts += 1
@@ -375,11 +382,13 @@ class Mobility:
             self._set(fx, left, home, Punt())
             st.diverts.add(left)
             if st.release_tunnel:
-                nonce = next(self._nonces)
+                nonce = self._marker(st, now)
                 st.path_markers[nonce] = (now + self.marker_s, left)
-                self._timer(st, now + self.marker_s)
-                fx.append(Release(st.host.name, marker_packet(self.net.controller.notify_source, home, nonce),
+                fx.append(Release(st.host.name, marker_packet(self.net.controller.address, home, nonce),
                                   st.release_src, left, port, st.mac or "", True))
+        if st.drain_marker is not None:          # it followed releases to the BS just left
+            self._marker_owner.pop(st.drain_marker[0], None)
+        st.drain_marker, st.drained = None, False
         st.phase, st.bs, st.port = Phase.DETACHED, None, None
         self.log("detached", {"mh": st.host.name, "bs": left, "cause": cause,
                               "diverting": sorted(st.diverts), "buffer": len(self.pool[st.host.name])})
@@ -392,6 +401,7 @@ class Mobility:
         home = st.host.address
         st.phase, st.bs, st.port, st.mac = Phase.HANDING_OFF, bs, port, mac
         st.started, st.flush_deadline = now, now + self.flush_s
+        st.drain_marker, st.drained, st.releases, st.after_drain = None, False, 0, 0
         self._timer(st, st.flush_deadline)
         # one release path per handoff keeps the FIFO order; never tunnel into a BS that diverts
         st.release_tunnel = (st.anchor is not None and st.anchor != bs and bs not in st.diverts
@@ -410,11 +420,9 @@ class Mobility:
             st.diverts.add(self.gw)
             self.log("gateway_diverted", {"mh": st.host.name, "was": getattr(prev, "peer", None)})
             if isinstance(prev, Forward) and prev.peer in st.diverts:
-                nonce = next(self._nonces)
+                nonce = self._marker(st, now)
                 st.gw_marker = (nonce, now + self.marker_s)
-                self._timer(st, now + self.marker_s)
-                fx.append(SendToward(self.gw, prev.peer,
-                                     marker_packet(self.net.controller.notify_source, home, nonce)))
+                fx.append(SendToward(self.gw, prev.peer, marker_packet(self.net.controller.address, home, nonce)))
                 self.log("marker_sent", {"mh": st.host.name, "kind": "gateway", "via": prev.peer})
         return fx + self._drain(st) + self._maybe_complete(st, now)
 
@@ -431,16 +439,32 @@ class Mobility:
         src = st.release_src
         while (pkt := self.pool.pop_main(name)) is not None:
             fx.append(Release(name, pkt, src, st.bs, st.port, st.mac, st.release_tunnel))
+        st.releases += len(fx)
+        if st.drain_marker is not None:
+            st.after_drain += len(fx)
         if fx and log:
             self.log("flush", {"mh": name, "packets": len(fx), "from": src, "to": st.bs,
                                "path": "tunnel" if st.release_tunnel else "direct"})
         return fx
 
     def _maybe_complete(self, st: MhState, now: float) -> list[Effect]:
-        if st.phase is Phase.HANDING_OFF and st.gw_marker is None and not st.path_markers \
-                and len(self.pool[st.host.name]) == 0:
+        if st.phase is not Phase.HANDING_OFF or st.gw_marker is not None or st.path_markers \
+                or len(self.pool[st.host.name]) > 0 or st.drain_marker is not None:
+            return []
+        if st.releases == 0 or st.drained:
             return self._complete(st, now)
-        return []
+        # releases may still be on their way (stream, CPU port, link): a marker behind them
+        # comes back once they are queued at the new BS, ahead of what its new route brings
+        nonce = self._marker(st, now)
+        st.drain_marker = (nonce, now + self.marker_s)
+        packet = marker_packet(self.net.controller.address, self.net.controller.address, nonce)
+        self.log("marker_sent", {"mh": st.host.name, "kind": "drain", "via": st.release_src, "to": st.bs,
+                                 "released": st.releases})
+        if st.release_tunnel:
+            return [Release(st.host.name, packet, st.release_src, st.bs, st.port, st.mac, True)]
+        # direct releases left through the new BS's own ingress: the marker follows them there
+        # and goes up to the gateway, which punts it
+        return [SendToward(st.bs, self.gw, packet)]
 
     def _complete(self, st: MhState, now: float, forced: bool = False, recovered: bool = False) -> list[Effect]:
         """Final routes: gateway → new BS, old BSs tunnel to it priority-marked for the hold time."""
@@ -468,7 +492,8 @@ class Mobility:
         self.log("rerouted", {"mh": name, "gateway_to": new, "holds": sorted(st.holds)})
         old_cell = st.left_cell
         st.phase, st.anchor = Phase.ATTACHED, new
-        st.gw_marker, st.path_markers = None, {}
+        st.late += st.after_drain
+        st.gw_marker, st.path_markers, st.drain_marker = None, {}, None
         st.handoffs += 1
         if st.probe is not None:
             fx += self._probe_down(st, now, "handoff", notify=st.probe.bs != new)
@@ -485,11 +510,22 @@ class Mobility:
         st.started = st.flush_deadline = None
         return fx
 
-    def _marker_back(self, switch: str, dst: str, nonce: int, now: float) -> list[Effect]:
-        st = self._by_addr.get(dst)
-        if st is None:
+    def _marker(self, st: MhState, now: float) -> int:
+        nonce = next(self._nonces)
+        self._marker_owner[nonce] = st.host.name
+        self._timer(st, now + self.marker_s)
+        return nonce
+
+    def _marker_back(self, switch: str, nonce: int, now: float) -> list[Effect]:
+        name = self._marker_owner.pop(nonce, None)
+        if name is None:
+            self.log("marker_stale", {"via": switch})
             return []
-        if st.gw_marker is not None and st.gw_marker[0] == nonce:
+        st = self.mhs[name]
+        if st.drain_marker is not None and st.drain_marker[0] == nonce:
+            st.drain_marker, st.drained = None, True
+            self.log("marker_returned", {"mh": name, "kind": "drain", "via": switch})
+        elif st.gw_marker is not None and st.gw_marker[0] == nonce:
             st.gw_marker = None
             self.pool.promote_pending(st.host.name)
             self.log("marker_returned", {"mh": st.host.name, "kind": "gateway", "via": switch})
@@ -507,18 +543,26 @@ class Mobility:
         fx: list[Effect] = []
         name = st.host.name
         if st.gw_marker is not None and st.gw_marker[1] <= now:
+            self._marker_owner.pop(st.gw_marker[0], None)
             st.gw_marker = None
             self.pool.promote_pending(name)
             self.log("marker_timeout", {"mh": name, "kind": "gateway"})
+        if st.drain_marker is not None and st.drain_marker[1] <= now:
+            self._marker_owner.pop(st.drain_marker[0], None)
+            st.drain_marker, st.drained = None, True
+            self.log("marker_timeout", {"mh": name, "kind": "drain"})
         for nonce, (deadline, bs) in list(st.path_markers.items()):
             if deadline <= now:
                 del st.path_markers[nonce]
+                self._marker_owner.pop(nonce, None)
                 self.log("marker_timeout", {"mh": name, "kind": "path", "bs": bs})
                 if not st.path_markers:
                     self.pool.promote_returned(name)
         fx += self._drain(st) + self._maybe_complete(st, now)
         if st.phase is Phase.HANDING_OFF and st.flush_deadline is not None and st.flush_deadline <= now:
-            st.gw_marker, st.path_markers = None, {}
+            for nonce in [m[0] for m in (st.gw_marker, st.drain_marker) if m] + list(st.path_markers):
+                self._marker_owner.pop(nonce, None)
+            st.gw_marker, st.path_markers, st.drain_marker, st.drained = None, {}, None, True
             self.pool.promote_returned(name)
             self.pool.promote_pending(name)
             fx += self._drain(st) + self._complete(st, now, forced=True)
@@ -605,7 +649,7 @@ class Mobility:
             fx.append(Notify(note, h.name, h.address, h.switch, h.port, h.mac))
         if mh_at is not None and mh_at[0] is not None and mh_at[1] is not None and st.mac:
             fx.append(Notify(note, st.host.name, st.host.address, mh_at[0], mh_at[1], st.mac))
-        self.log("notified", {"mh": st.host.name, "event": event.name, "seq": note.seq,
+        self.log("notified", {"mh": st.host.name, "notification": event.name, "seq": note.seq,
                               "to": [n.host for n in fx if isinstance(n, Notify)]})
         return fx
 

@@ -24,6 +24,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_P4INFO = REPO_ROOT / "build" / "bs.p4info.txtpb"
 DEFAULT_DEVICE_CONFIG = REPO_ROOT / "build" / "bs.json"
 DEFAULT_SOCKET = "/run/p4handoff/ctl.sock"
+DEFAULT_CONTROLLER_ADDRESS = "192.0.2.1"   # RFC 5737 TEST-NET-1: never a real host
 
 ROLE_GATEWAY, ROLE_BS = "gateway", "bs"
 PORT_ACCESS, PORT_PEER, PORT_CORE = "access", "peer", "core"
@@ -121,7 +122,8 @@ class ControllerConfig:
     flush_timeout_ms: int = 2000     # a handoff that has not drained by then is completed anyway
     p4info: str = str(DEFAULT_P4INFO)
     device_config: str = str(DEFAULT_DEVICE_CONFIG)
-    notify_source: str = ""          # source address of notifications (default: gateway address)
+    address: str = DEFAULT_CONTROLLER_ADDRESS   # the controller in the data plane: source of notifications
+                                               # and markers; every switch punts packets sent to it
 
 
 @dataclass(frozen=True)
@@ -332,17 +334,14 @@ class _Validator:
         switches = self.switches(top["switches"], "switches") if "switches" in top else []
         fixed = self.fixed_hosts(top.get("fixed_hosts", []), "fixed_hosts", switches)
         mobiles = self.mobile_hosts(top["mobile_hosts"], "mobile_hosts", buffer) if "mobile_hosts" in top else []
-        self.address_clashes(switches, fixed, mobiles, gw)
+        self.address_clashes(switches, fixed, mobiles, gw, controller)
         if self.errors or None in (controller, buffer, dscp, gw):
             return None
-        net = Network(tuple(switches), tuple(fixed), tuple(mobiles), gw, controller, buffer, dscp)
-        if not net.controller.notify_source:
-            net = _replace(net, controller=_replace(net.controller, notify_source=net.gateway.address))
-        return net
+        return Network(tuple(switches), tuple(fixed), tuple(mobiles), gw, controller, buffer, dscp)
 
     def controller(self, raw: Any, path: str, base_dir: Path | None) -> ControllerConfig | None:
         d = self.mapping(raw, path, {"election_id", "socket", "hold_time_ms", "marker_timeout_ms",
-                                     "flush_timeout_ms", "p4info", "device_config", "notify_source"})
+                                     "flush_timeout_ms", "p4info", "device_config", "address"})
         if d is None:
             return None
         out: dict[str, Any] = {}
@@ -360,8 +359,8 @@ class _Validator:
                     out[key] = str((base_dir / d[key]).resolve())
                 else:
                     out[key] = d[key]
-        if "notify_source" in d:
-            out["notify_source"] = self.ipv4(d["notify_source"], f"{path}.notify_source")
+        if "address" in d:
+            out["address"] = self.ipv4(d["address"], f"{path}.address")
         if None in out.values():
             return None
         return ControllerConfig(**out)
@@ -668,9 +667,11 @@ class _Validator:
         return out
 
     def address_clashes(self, switches: list[Switch], fixed: list[FixedHost], mobiles: list[MobileHost],
-                        gw: AccessGateway | None) -> None:
+                        gw: AccessGateway | None, controller: ControllerConfig | None) -> None:
         """Every address routes to exactly one place."""
         items: list[tuple[str, str]] = []
+        if controller is not None:
+            items.append(("controller.address", controller.address))
         items += [(f"switch {s.name}.address", s.address) for s in switches]
         items += [(f"fixed host {h.name}.address", h.address) for h in fixed]
         gateways = {h.gateway: h.name for h in fixed if h.gateway}

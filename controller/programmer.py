@@ -70,6 +70,8 @@ class Programmer:
             if h.switch == name and h.gateway:
                 arp[h.gateway] = self._src_mac(sw, h.port)
         out += [TableEntry(T_ARP, {"target_addr": ip(a)}, "arp_reply", {"mac": mac(m)}) for a, m in sorted(arp.items())]
+        # drain markers come back to the controller from whichever switch they reach
+        out.append(self._host_route(self.net.controller.address, "fwd_punt", {"reason": PUNT_REASON_BUFFER}))
         out += self._fixed_routes(sw)
         out += self._aqm_entries(sw)
         return out

@@ -36,6 +36,7 @@ from topo.bmv2 import Bmv2Switch, veth_port
 
 REPO = Path(__file__).resolve().parent.parent
 CPU_PORT = load_constants()["CPU_PORT"]
+QUEUE_DEPTH = 4096   # BMv2's default of 64 would drop a burst of punts (CPU port) behind everyone's back
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
 CH_MAC, CH_IP = "02:00:00:00:10:01", "10.0.0.1"
@@ -153,8 +154,7 @@ class Testbed:
         ports = {"gw": {1: "g1", 2: "g2", 3: "g3"}, "bs1": {1: "a1", 2: "a2", 3: "a3"},
                  "bs2": {1: "b1", 2: "b2", 3: "b3"}}
         for name, mapping in ports.items():
-            self.switches[name] = Bmv2Switch(mapping, netns=self.fab, cpu_port=CPU_PORT, priority_queues=2,
-                                             log_path=self.workdir / f"{name}.log").start()
+            self.switches[name] = self._switch(mapping, self.workdir / f"{name}.log")
         self.network_path.write_text(yaml.safe_dump(self.description()))
         self.hosts = {"ch": HostPort(self.ch_ns, "eth0"), "cell1": HostPort(self.mh_ns, "cell1"),
                       "cell2": HostPort(self.mh_ns, "cell2")}
@@ -192,9 +192,13 @@ class Testbed:
         """Kill one switch by its PID and start a fresh one on the same ports and gRPC port."""
         old = self.switches[name]
         old.stop()
-        self.switches[name] = Bmv2Switch(old.ports, netns=self.fab, cpu_port=CPU_PORT, priority_queues=2,
-                                         grpc_port=old.grpc_port, thrift_port=old.thrift_port,
-                                         log_path=self.workdir / f"{name}-restart.log").start()
+        self.switches[name] = self._switch(old.ports, self.workdir / f"{name}-restart.log",
+                                           grpc_port=old.grpc_port, thrift_port=old.thrift_port)
+
+    def _switch(self, ports: dict[int, str], log: Path, **kwargs: Any) -> Bmv2Switch:
+        sw = Bmv2Switch(ports, netns=self.fab, cpu_port=CPU_PORT, priority_queues=2, log_path=log, **kwargs).start()
+        sw.cli.set_queue_depth(QUEUE_DEPTH)        # every port and priority, the CPU port included
+        return sw
 
     # ---------------------------------------------------------------- controller
 
@@ -212,7 +216,7 @@ class Testbed:
                 raise RuntimeError(f"controller exited with {self.controller.returncode}: "
                                    f"{(self.workdir / 'controller.stderr').read_text()[-2000:]}")
             try:
-                status = self.ctl({"cmd": "status"})
+                status = self.ctl({"cmd": "status", "counters": False})
             except ControlError:
                 time.sleep(0.2)
                 continue
@@ -239,7 +243,7 @@ class Testbed:
         """Poll `status` until `predicate(status)` holds."""
         deadline = time.monotonic() + timeout
         while True:
-            status = self.ctl({"cmd": "status"})
+            status = self.ctl({"cmd": "status", "counters": False})    # no switch reads: cheap to poll
             if predicate(status):
                 return status
             if time.monotonic() > deadline:
@@ -248,7 +252,8 @@ class Testbed:
             time.sleep(0.05)
 
     def mh_status(self, i: int) -> dict[str, Any]:
-        return next(m for m in self.ctl({"cmd": "status"})["mobile_hosts"] if m["mh"] == mh_name(i))
+        return next(m for m in self.ctl({"cmd": "status", "counters": False})["mobile_hosts"]
+                    if m["mh"] == mh_name(i))
 
     def log_events(self, event: str | None = None) -> list[dict[str, Any]]:
         if not self.log_path.exists():

@@ -44,7 +44,7 @@ class Transmitter:
             return PacketOut(sw.name, port.number, ethernet(peer.mac, sw.mac, effect.packet), False)
         if isinstance(effect, Notify):
             payload = effect.note.encode()
-            pkt = udp_packet(self.net.controller.notify_source, effect.addr, UDP_PORT_HANDOFF_NOTIFY,
+            pkt = udp_packet(self.net.controller.address, effect.addr, UDP_PORT_HANDOFF_NOTIFY,
                              UDP_PORT_HANDOFF_NOTIFY, payload)
             return PacketOut(effect.switch, effect.port,
                              ethernet(effect.mac, self._src_mac(effect.switch, effect.port), pkt), False)

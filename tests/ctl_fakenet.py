@@ -154,7 +154,7 @@ class FakeNet:
 
     def _arrive(self, switch: str, packet: bytes, priority: bool, via: str) -> None:
         ip = parse_ipv4(packet)
-        route = self.tables[switch].get(ip.dst)
+        route = Punt() if ip.dst == self.net.controller.address else self.tables[switch].get(ip.dst)
         sw = self.net.switch(switch)
         if route is None:
             if sw.is_bs:

@@ -49,7 +49,10 @@ class Collector:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.frames += self.port.receive(0.1)
+            try:
+                self.frames += self.port.receive(0.1)
+            except OSError:              # the testbed closed the socket (a failing test's teardown)
+                return
 
     def stop(self) -> list[bytes]:
         self._stop.set()

@@ -126,8 +126,11 @@ def test_handoff_delivers_every_buffered_packet_in_order_priority_marked_over_th
     [(mh, duration)] = f.completed            # registration processed → final routes applied
     assert mh == "mh1" and f.write * 3 <= duration < 0.1
     assert events(logs) == ["attached", "detached", "notified", "handoff_start", "delivery_installed",
-                            "gateway_diverted", "marker_sent", "flush", "marker_returned", "rerouted",
-                            "notified", "handoff_complete", "hold_expired"]
+                            "gateway_diverted", "marker_sent", "flush", "marker_returned", "marker_sent",
+                            "marker_returned", "rerouted", "notified", "handoff_complete", "hold_expired"]
+    kinds = [(e, fl.get("kind")) for e, fl in logs if e.startswith("marker")]
+    assert kinds == [("marker_sent", "gateway"), ("marker_returned", "gateway"),
+                     ("marker_sent", "drain"), ("marker_returned", "drain")]
 
 
 def test_early_detach_warning_loses_nothing_and_stream_stays_in_order():

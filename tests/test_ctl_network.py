@@ -28,7 +28,7 @@ def test_example_loads_with_derived_fields():
     assert net.gateway.name == "gw"
     assert [s.name for s in net.base_stations] == ["bs1", "bs2"]
     assert net.priority_dscp == DSCP_IPF_PRIORITY_DEFAULT
-    assert net.controller.notify_source == net.gateway.address
+    assert net.controller.address == "192.0.2.1"
     mh1 = net.mobile("mh1")
     assert mh1 is net.mobile("10.0.1.1")
     assert mh1.cell_address("bs2") == "10.0.12.1" and mh1.cell_address("gw") is None
@@ -136,6 +136,7 @@ def test_message_lists_every_error_on_its_own_line(tmp_path):
     (lambda r: r.update(buffer={"per_mh_packets": 64, "total_packets": 10}), "buffer.total_packets", "below per_mh"),
     (lambda r: r.update(controller={"election_id": 0}), "controller.election_id", "out of range"),
     (lambda r: r.update(controller={"hold": 1}), "controller.hold", "unknown field"),
+    (lambda r: r.update(controller={"address": "10.0.0.1"}), "fixed host ch.address", "duplicate address"),
     (lambda r: r.pop("access_gateway"), "access_gateway", "missing required field"),
     (lambda r: r.update(switches=[]), "switches", "at least a gateway"),
     (lambda r: r.update(mobile_hosts={"mh1": {}}), "mobile_hosts", "must be a list"),

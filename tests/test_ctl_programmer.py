@@ -35,7 +35,8 @@ def test_static_entries_of_a_base_station():
     assert [e.match for e in by_table(es, "tunnel_term")] == [{"dst_addr": ip("192.168.100.2")}]
     [arp] = by_table(es, "arp_gateway")
     assert arp.match == {"target_addr": ip("10.0.1.254")} and arp.params == {"mac": mac("02:00:00:00:01:fe")}
-    [default] = by_table(es, "ipv4_fwd")
+    default, ctl = by_table(es, "ipv4_fwd")[::-1]
+    assert ctl.match == {"dst_addr": (ip("192.0.2.1"), 32)} and ctl.params == {"reason": PUNT_REASON_BUFFER}
     assert default.match == {} and default.action == "deliver"  # /0 towards the gateway: field omitted
     assert default.params == {"port": 2, "src_mac": mac("02:00:00:00:00:02"), "dst_mac": mac("02:00:00:00:00:01")}
     [aqm] = by_table(es, "aqm_port")
@@ -46,7 +47,8 @@ def test_static_entries_of_a_base_station():
 def test_static_entries_of_the_gateway():
     es = P.static_entries("gw")
     assert not by_table(es, "aqm_port")                           # no access port
-    [ch] = by_table(es, "ipv4_fwd")
+    ctl, ch = by_table(es, "ipv4_fwd")
+    assert ctl.action == "fwd_punt"                               # drain markers come back from here
     assert ch.match == {"dst_addr": (ip("10.0.0.1"), 32)}
     assert ch.params == {"port": 1, "src_mac": mac("02:00:00:00:00:01"), "dst_mac": mac("02:00:00:00:10:01")}
     [arp] = by_table(es, "arp_gateway")
@@ -98,8 +100,8 @@ def test_route_entry_parameters():
 
 def test_entries_that_are_not_mobility_routes_do_not_decode():
     assert P.decode_route("bs1", P.static_entries("bs1")[0]) is None
-    default = by_table(P.static_entries("bs1"), "ipv4_fwd")[0]
-    assert P.decode_route("bs1", default) is None                # the /0
+    default = by_table(P.static_entries("bs1"), "ipv4_fwd")[-1]
+    assert default.match == {} and P.decode_route("bs1", default) is None      # the /0
     assert P.decode_route("bs1", TableEntry("ipv4_fwd", {"dst_addr": (ip("10.0.1.0"), 24)}, "fwd_drop")) is None
 
 
@@ -151,7 +153,7 @@ def test_packet_outs():
     note = Notification(Event.HANDOFF, 5, "10.0.1.1", "10.0.1.1", 1, 2)
     n = tx.packet_out(Notify(note, "ch", "10.0.0.1", "gw", 1, "02:00:00:00:10:01"))
     nf = Ether(n.frame)
-    assert nf[IP].dst == "10.0.0.1" and nf[IP].src == "192.168.100.1" and nf[UDP].dport == UDP_PORT_HANDOFF_NOTIFY
+    assert nf[IP].dst == "10.0.0.1" and nf[IP].src == "192.0.2.1" and nf[UDP].dport == UDP_PORT_HANDOFF_NOTIFY
     assert Notification.decode(bytes(nf[UDP].payload)) == note
     r = tx.packet_out(Reply("bs1", 1, "02:aa:00:00:00:01", "10.0.1.1", 40000, ReplyCode.ACCEPTED, b"\x03" + bytes(19)))
     rf = Ether(r.frame)
