@@ -15,431 +15,24 @@ them and every report prints them.
 from __future__ import annotations
 
 import copy
-import ipaddress
 import itertools
-import re
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import yaml
 
 from hosts.cc import SCHEMES
+from topo.fields import (Obj, a_list, address, boolean, item_path, name_of, number, positive_time, probability,
+                         rate_or_none, text, time_value, whole)
 from topo.rawdoc import expand_counts, get_path, set_path, split_path
+from topo.scenario_model import (AQMS, COMPARED, FLOW_METRICS, HEADER_BYTES, LINK_METRICS, METRICS, OUTAGE_RULES,
+                                 PAPERS, SCENARIO_RE, BackgroundHostSpec, BaseStationSpec, CellSpec, Expectation,
+                                 FlowSpec, HostSpec, IdealSpec, LinkSpec, Measure, MobileHostSpec, MobilityOp,
+                                 Published, Quantity, QueueSpec, Scenario, SweepAxis, TcpSpec, Topology, Variant,
+                                 Window)
+from topo.timeline import moves, resolve_mobility
 from topo.units import Errors, ScenarioError, parse_rate, parse_time
-
-PAPERS = ("handoff-ssthresh", "dsbp", "ucc", "ipf-mred", "none")
-AQMS = ("droptail", "red", "mred")
-OUTAGE_RULES = ("excluded", "credited")
-FLOW_METRICS = ("throughput", "percent_of_ideal", "loss_rate", "data_losses", "delivered_bytes", "dummies_sent")
-LINK_METRICS = ("utilization", "max_avg_queue", "max_queue", "drops")
-GLOBAL_METRICS = ("total_throughput", "ideal")
-METRICS = FLOW_METRICS + LINK_METRICS + GLOBAL_METRICS
-COMPARED = "compared"
-HEADER_BYTES = 52  # IPv4 + TCP + timestamp option: a 1000-byte segment is 1052 bytes on the wire
-_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
-_SCENARIO_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-
-
-# -- the validated model ------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class QueueSpec:
-    """An egress queue (packets): drop-tail, RED or M-RED, with DSBP's dummy threshold."""
-
-    aqm: str
-    limit: int
-    min_th: float = 0.0
-    max_th: float = 0.0
-    max_p: float = 0.0
-    w_q: float = 0.0
-    mean_pkt_size: int = 1052
-    dummy_threshold: int | None = None
-
-
-@dataclass(frozen=True)
-class LinkSpec:
-    """A full-duplex wired link; `queue` is a→b's egress queue, `reverse_queue` b→a's."""
-
-    a: str
-    b: str
-    rate_bps: float | None
-    delay: float
-    loss: float
-    queue: QueueSpec | None
-    reverse_queue: QueueSpec | None
-    reverse_loss: float
-
-    @property
-    def name(self) -> str:
-        return f"{self.a}->{self.b}"
-
-
-@dataclass(frozen=True)
-class CellSpec:
-    name: str
-    bs: str
-    rate_bps: float
-    delay: float
-    loss: float
-    queue: QueueSpec
-    up_rate_bps: float
-    up_loss: float
-    up_queue_limit: int
-
-
-@dataclass(frozen=True)
-class BaseStationSpec:
-    name: str
-    ipf: bool = False
-    ipf_limit: int = 64
-    forward_delay: float = 0.0
-
-
-@dataclass(frozen=True)
-class HostSpec:
-    """A fixed host (correspondent) on one wired link."""
-
-    name: str
-    address: str
-
-
-@dataclass(frozen=True)
-class MobileHostSpec:
-    name: str
-    home: str
-    interfaces: dict[str, str]
-    start: tuple[str, str] | None       # (interface, cell) at t = 0
-
-
-@dataclass(frozen=True)
-class BackgroundHostSpec:
-    """A host that stays in one cell the whole run (the other connections at a BS)."""
-
-    name: str
-    address: str
-    cell: str
-
-
-@dataclass(frozen=True)
-class Topology:
-    correspondents: tuple[HostSpec, ...]
-    routers: tuple[str, ...]
-    base_stations: tuple[BaseStationSpec, ...]
-    links: tuple[LinkSpec, ...]
-    cells: tuple[CellSpec, ...]
-    mobile_hosts: tuple[MobileHostSpec, ...]
-    background_hosts: tuple[BackgroundHostSpec, ...]
-
-    def cell(self, name: str) -> CellSpec:
-        return next(c for c in self.cells if c.name == name)
-
-    def host_names(self) -> list[str]:
-        return ([h.name for h in self.correspondents] + [m.name for m in self.mobile_hosts]
-                + [b.name for b in self.background_hosts])
-
-    def address_of(self, host: str) -> str:
-        for h in self.correspondents:
-            if h.name == host:
-                return h.address
-        for m in self.mobile_hosts:
-            if m.name == host:
-                return m.home
-        for b in self.background_hosts:
-            if b.name == host:
-                return b.address
-        raise KeyError(host)
-
-    def wired_path(self, src: str, dst: str) -> list[tuple[LinkSpec, bool]] | None:
-        """Shortest-hop wired path src → dst as (link, forward?) pairs (ties: first link listed)."""
-        prev: dict[str, tuple[str, LinkSpec, bool]] = {}
-        seen, todo = {src}, deque([src])
-        hosts = set(self.host_names())
-        while todo:
-            node = todo.popleft()
-            if node == dst:
-                break
-            if node in hosts and node != src:
-                continue  # hosts do not forward
-            for link in self.links:
-                for here, there, fwd in ((link.a, link.b, True), (link.b, link.a, False)):
-                    if here == node and there not in seen:
-                        seen.add(there)
-                        prev[there] = (node, link, fwd)
-                        todo.append(there)
-        if dst not in seen:
-            return None
-        path: list[tuple[LinkSpec, bool]] = []
-        node = dst
-        while node != src:
-            node, link, fwd = prev[node][0], prev[node][1], prev[node][2]
-            path.append((link, fwd))
-        return path[::-1]
-
-
-@dataclass(frozen=True)
-class TcpSpec:
-    """The TCP settings of one flow; every value the papers leave open is stated, not defaulted."""
-
-    packet_size: int        # payload bytes of a full segment (the papers' "packet size")
-    window: int             # receiver window = cwnd cap, in segments
-    iw: int
-    min_rto: float
-    delayed_ack: bool
-    initial_rto: float = 1.0
-    sack: bool = True
-    timestamps: bool = True
-
-
-@dataclass(frozen=True)
-class FlowSpec:
-    name: str
-    src: str
-    dst: str
-    scheme: str
-    start: float
-    stop: float | None
-    tcp: TcpSpec
-
-
-@dataclass(frozen=True)
-class MobilityOp:
-    """One primitive of the timeline; both backends replay these in order."""
-
-    at: float
-    mh: str
-    op: str                 # attach | detach | handoff
-    iface: str
-    cell: str | None = None
-    probe: bool = False
-    notify: bool = True
-    warn: float = 0.0
-
-
-@dataclass(frozen=True)
-class Window:
-    name: str
-    t0: float
-    t1: float
-
-
-@dataclass(frozen=True)
-class IdealSpec:
-    """The papers' ideal: Σ(bottleneck rate × time the MH's path is up) / window."""
-
-    mh: str
-    source: str
-    outages: str            # excluded: outage time counts 0; credited: counts at the next link's rate
-
-
-@dataclass(frozen=True)
-class Quantity:
-    """One number a report table shows: a metric of a flow, a link or the run, in a window."""
-
-    metric: str
-    window: str
-    flow: str | None = None
-    link: str | None = None
-
-    @property
-    def key(self) -> str:
-        subject = self.flow or self.link or "all"
-        return f"{self.metric}[{subject}]@{self.window}"
-
-
-@dataclass(frozen=True)
-class Measure:
-    windows: tuple[Window, ...]
-    flows: tuple[str, ...]
-    ideal: IdealSpec | None
-    table: tuple[Quantity, ...]
-    queue_links: tuple[str, ...]
-    queue_interval: float
-    series_interval: float
-    plot_range: tuple[float, float]
-
-    def window(self, name: str) -> Window:
-        return next(w for w in self.windows if w.name == name)
-
-
-@dataclass(frozen=True)
-class Expectation:
-    """A claim of the paper the report checks: an ordering, a ratio or a bound."""
-
-    kind: str                       # order | ratio | bound
-    quantity: Quantity
-    variants: tuple[str, ...]
-    claim: str
-    at_least: float | None = None
-    at_most: float | None = None
-    published: float | None = None
-
-
-@dataclass(frozen=True)
-class Published:
-    source: str
-    window: str | None
-    ideal_bps: float | None
-    values: dict[str, dict[str, float]]        # variant label -> {"throughput": b/s, "percent_of_ideal": %}
-    findings: tuple[str, ...]
-    expect: tuple[Expectation, ...]
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One column of the comparison: a scheme for the `compared` flows and/or field overrides."""
-
-    label: str
-    scheme: str | None
-    overrides: tuple[tuple[str, Any], ...] = ()
-
-
-@dataclass(frozen=True)
-class SweepAxis:
-    """Values for one field, or for several fields that move together (`path` lists them, comma-separated)."""
-
-    path: str
-    label: str
-    values: tuple[Any, ...]
-
-    @property
-    def paths(self) -> list[str]:
-        return [p.strip() for p in self.path.split(",")]
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """One concrete, validated run description (a variant at a sweep point)."""
-
-    name: str
-    title: str
-    paper: str
-    duration: float
-    seed: int
-    tcp: TcpSpec
-    topology: Topology
-    flows: tuple[FlowSpec, ...]
-    mobility: tuple[MobilityOp, ...]
-    marks: dict[str, float]
-    measure: Measure
-    assumptions: tuple[str, ...]
-    variant: str
-    point: tuple[tuple[str, Any], ...]
-
-    def flow(self, name: str) -> FlowSpec:
-        return next(f for f in self.flows if f.name == name)
-
-
-# -- field readers --------------------------------------------------------------------------------------
-
-class _Obj:
-    """A mapping being validated: typed getters that report into `errors`, and unknown-key checks."""
-
-    def __init__(self, data: Any, path: str, errors: Errors, known: tuple[str, ...],
-                 check_unknown: bool = True) -> None:
-        self.path = path
-        self.errors = errors
-        self.ok = isinstance(data, dict)
-        self.data: dict = data if self.ok else {}
-        if not self.ok:
-            errors.add(path, f"must be a mapping, got {type(data).__name__}")
-            return
-        for key in self.data if check_unknown else ():
-            if key not in known:
-                errors.add(f"{path}.{key}", f"unknown field (known: {', '.join(known)})")
-
-    def has(self, key: str) -> bool:
-        return key in self.data and self.data[key] is not None
-
-    def raw(self, key: str, default: Any = None) -> Any:
-        return self.data.get(key, default)
-
-    def get(self, key: str, parse: Callable[[Any], Any], *, required: bool = False, default: Any = None) -> Any:
-        if key not in self.data:
-            if required and self.ok:
-                self.errors.add(f"{self.path}.{key}", "required")
-            return default
-        try:
-            return parse(self.data[key])
-        except (ValueError, TypeError) as exc:
-            self.errors.add(f"{self.path}.{key}", str(exc))
-            return default
-
-
-def _int(lo: int | None = None, hi: int | None = None) -> Callable[[Any], int]:
-    def parse(v: Any) -> int:
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise ValueError(f"must be a whole number, got {v!r}")
-        if (lo is not None and v < lo) or (hi is not None and v > hi):
-            raise ValueError(f"must be in {lo if lo is not None else '-inf'}..{hi if hi is not None else 'inf'}, got {v}")
-        return v
-    return parse
-
-
-def _float(lo: float | None = None, hi: float | None = None, *, open_lo: bool = False) -> Callable[[Any], float]:
-    def parse(v: Any) -> float:
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ValueError(f"must be a number, got {v!r}")
-        if lo is not None and (v < lo or (open_lo and v == lo)):
-            raise ValueError(f"must be {'>' if open_lo else '>='} {lo}, got {v}")
-        if hi is not None and v > hi:
-            raise ValueError(f"must be <= {hi}, got {v}")
-        return float(v)
-    return parse
-
-
-def _bool(v: Any) -> bool:
-    if not isinstance(v, bool):
-        raise ValueError(f"must be true or false, got {v!r}")
-    return v
-
-
-def _str(v: Any) -> str:
-    if not isinstance(v, str) or not v.strip():
-        raise ValueError(f"must be a non-empty string, got {v!r}")
-    return v
-
-
-def _name(v: Any) -> str:
-    if not isinstance(v, str) or not _NAME_RE.match(v):
-        raise ValueError(f"must be a name (letter, then letters/digits/_/-, at most 32), got {v!r}")
-    return v
-
-
-def _addr(v: Any) -> str:
-    try:
-        return str(ipaddress.IPv4Address(v))
-    except (ValueError, ipaddress.AddressValueError):
-        raise ValueError(f"must be an IPv4 address, got {v!r}") from None
-
-
-def _prob(v: Any) -> float:
-    return _float(0.0, 1.0)(v)
-
-
-def _rate_or_none(v: Any) -> float | None:
-    return None if v is None else parse_rate(v)
-
-
-def _time(v: Any) -> float:
-    return parse_time(v)
-
-
-def _positive_time(v: Any) -> float:
-    return parse_time(v, allow_zero=False)
-
-
-def _list(v: Any) -> list:
-    if not isinstance(v, list):
-        raise ValueError(f"must be a list, got {type(v).__name__}")
-    return v
-
-
-def _item_path(path: str, k: int, item: Any) -> str:
-    name = item.get("name") if isinstance(item, dict) else None
-    return f"{path}[{name}]" if isinstance(name, str) and name else f"{path}[{k}]"
-
 
 # -- sections -------------------------------------------------------------------------------------------
 
@@ -448,17 +41,17 @@ _TCP_OPEN = ("packet_size", "window", "iw", "min_rto", "delayed_ack")
 
 
 def _tcp(data: Any, path: str, errors: Errors, base: TcpSpec | None) -> TcpSpec | None:
-    o = _Obj(data, path, errors, _TCP_KEYS)
+    o = Obj(data, path, errors, _TCP_KEYS)
     req = base is None
     values = {
-        "packet_size": o.get("packet_size", _int(1, 1460), required=req),
-        "window": o.get("window", _int(1, 1 << 14), required=req),
-        "iw": o.get("iw", _int(1, 64), required=req),
-        "min_rto": o.get("min_rto", _positive_time, required=req),
-        "delayed_ack": o.get("delayed_ack", _bool, required=req),
-        "initial_rto": o.get("initial_rto", _positive_time),
-        "sack": o.get("sack", _bool),
-        "timestamps": o.get("timestamps", _bool),
+        "packet_size": o.get("packet_size", whole(1, 1460), required=req),
+        "window": o.get("window", whole(1, 1 << 14), required=req),
+        "iw": o.get("iw", whole(1, 64), required=req),
+        "min_rto": o.get("min_rto", positive_time, required=req),
+        "delayed_ack": o.get("delayed_ack", boolean, required=req),
+        "initial_rto": o.get("initial_rto", positive_time),
+        "sack": o.get("sack", boolean),
+        "timestamps": o.get("timestamps", boolean),
     }
     if base is not None:
         for key, value in values.items():
@@ -474,21 +67,21 @@ _QUEUE_KEYS = ("aqm", "limit", "min_th", "max_th", "max_p", "w_q", "mean_pkt_siz
 
 
 def _queue(data: Any, path: str, errors: Errors, mean_pkt: int) -> QueueSpec | None:
-    o = _Obj(data, path, errors, _QUEUE_KEYS)
+    o = Obj(data, path, errors, _QUEUE_KEYS)
     if not o.ok:
         return None
     aqm = o.get("aqm", lambda v: v if v in AQMS else (_ for _ in ()).throw(
         ValueError(f"must be one of {', '.join(AQMS)}, got {v!r}")), default="droptail")
-    limit = o.get("limit", _int(1, 65535), required=True)
-    dummy = o.get("dummy_threshold", _int(0, 65535))
+    limit = o.get("limit", whole(1, 65535), required=True)
+    dummy = o.get("dummy_threshold", whole(0, 65535))
     if limit is not None and dummy is not None and dummy > limit:
         errors.add(f"{path}.dummy_threshold", f"must not exceed limit ({limit}), got {dummy}")
     if aqm in ("red", "mred"):
-        min_th = o.get("min_th", _float(0.0), required=True)
-        max_th = o.get("max_th", _float(0.0), required=True)
-        max_p = o.get("max_p", _float(0.0, 1.0, open_lo=True), required=True)
-        w_q = o.get("w_q", _float(0.0, 1.0, open_lo=True), required=True)
-        mean = o.get("mean_pkt_size", _int(1, 65535), default=mean_pkt)
+        min_th = o.get("min_th", number(0.0), required=True)
+        max_th = o.get("max_th", number(0.0), required=True)
+        max_p = o.get("max_p", number(0.0, 1.0, open_lo=True), required=True)
+        w_q = o.get("w_q", number(0.0, 1.0, open_lo=True), required=True)
+        mean = o.get("mean_pkt_size", whole(1, 65535), default=mean_pkt)
         if min_th is not None and max_th is not None and not min_th < max_th:
             errors.add(f"{path}.max_th", f"must be greater than min_th ({min_th}), got {max_th}")
         if None in (limit, min_th, max_th, max_p, w_q):
@@ -502,13 +95,13 @@ def _queue(data: Any, path: str, errors: Errors, mean_pkt: int) -> QueueSpec | N
 
 def _topology(data: Any, errors: Errors, mean_pkt: int) -> Topology | None:
     path = "topology"
-    o = _Obj(data, path, errors, ("correspondents", "routers", "base_stations", "links", "cells",
+    o = Obj(data, path, errors, ("correspondents", "routers", "base_stations", "links", "cells",
                                   "mobile_hosts", "background_hosts"))
     if not o.ok:
         return None
     sections: dict[str, list] = {}
     for key in ("correspondents", "routers", "base_stations", "links", "cells", "mobile_hosts", "background_hosts"):
-        raw = o.get(key, _list, required=key in ("correspondents", "base_stations", "cells"), default=[])
+        raw = o.get(key, a_list, required=key in ("correspondents", "base_stations", "cells"), default=[])
         sections[key] = expand_counts(raw, f"{path}.{key}", errors)
     names: dict[str, str] = {}
     addrs: dict[str, str] = {}
@@ -531,76 +124,76 @@ def _topology(data: Any, errors: Errors, mean_pkt: int) -> Topology | None:
 
     hosts: list[HostSpec] = []
     for k, item in enumerate(sections["correspondents"]):
-        p = _item_path(f"{path}.correspondents", k, item)
-        h = _Obj(item, p, errors, ("name", "address"))
-        name, addr = h.get("name", _name, required=True), h.get("address", _addr, required=True)
+        p = item_path(f"{path}.correspondents", k, item)
+        h = Obj(item, p, errors, ("name", "address"))
+        name, addr = h.get("name", name_of, required=True), h.get("address", address, required=True)
         claim_name(name, p)
         claim_addr(addr, f"{p}.address")
         if name and addr:
             hosts.append(HostSpec(name, addr))
     routers: list[str] = []
     for k, item in enumerate(sections["routers"]):
-        p = _item_path(f"{path}.routers", k, item)
-        r = _Obj(item, p, errors, ("name",))
-        name = r.get("name", _name, required=True)
+        p = item_path(f"{path}.routers", k, item)
+        r = Obj(item, p, errors, ("name",))
+        name = r.get("name", name_of, required=True)
         claim_name(name, p)
         if name:
             routers.append(name)
     bss: list[BaseStationSpec] = []
     for k, item in enumerate(sections["base_stations"]):
-        p = _item_path(f"{path}.base_stations", k, item)
-        b = _Obj(item, p, errors, ("name", "ipf", "ipf_limit", "forward_delay"))
-        name = b.get("name", _name, required=True)
+        p = item_path(f"{path}.base_stations", k, item)
+        b = Obj(item, p, errors, ("name", "ipf", "ipf_limit", "forward_delay"))
+        name = b.get("name", name_of, required=True)
         claim_name(name, p)
         if name:
-            bss.append(BaseStationSpec(name, b.get("ipf", _bool, default=False),
-                                       b.get("ipf_limit", _int(1, 65535), default=64),
-                                       b.get("forward_delay", _time, default=0.0)))
+            bss.append(BaseStationSpec(name, b.get("ipf", boolean, default=False),
+                                       b.get("ipf_limit", whole(1, 65535), default=64),
+                                       b.get("forward_delay", time_value, default=0.0)))
     bs_names = {b.name for b in bss}
     cells: list[CellSpec] = []
     for k, item in enumerate(sections["cells"]):
-        p = _item_path(f"{path}.cells", k, item)
-        c = _Obj(item, p, errors, ("name", "bs", "rate", "delay", "loss", "queue", "uplink"))
-        name = c.get("name", _name, required=True)
+        p = item_path(f"{path}.cells", k, item)
+        c = Obj(item, p, errors, ("name", "bs", "rate", "delay", "loss", "queue", "uplink"))
+        name = c.get("name", name_of, required=True)
         claim_name(name, p)
-        bs = c.get("bs", _name, required=True)
+        bs = c.get("bs", name_of, required=True)
         if bs is not None and bs not in bs_names:
             errors.add(f"{p}.bs", f"no base station named {bs!r} (base stations: {', '.join(sorted(bs_names)) or 'none'})")
         rate = c.get("rate", parse_rate, required=True)
-        delay = c.get("delay", _time, required=True)
-        loss = c.get("loss", _prob, default=0.0)
+        delay = c.get("delay", time_value, required=True)
+        loss = c.get("loss", probability, default=0.0)
         queue = _queue(c.raw("queue"), f"{p}.queue", errors, mean_pkt) if c.has("queue") else None
         if not c.has("queue") and c.ok:
             errors.add(f"{p}.queue", "required: the cell's buffer (the papers leave it open, so state it)")
-        up = _Obj(c.raw("uplink", {}), f"{p}.uplink", errors, ("rate", "loss", "queue_limit"))
+        up = Obj(c.raw("uplink", {}), f"{p}.uplink", errors, ("rate", "loss", "queue_limit"))
         up_rate = up.get("rate", parse_rate, default=rate)
-        up_loss = up.get("loss", _prob, default=loss)
-        up_limit = up.get("queue_limit", _int(1, 65535), default=100)
+        up_loss = up.get("loss", probability, default=loss)
+        up_limit = up.get("queue_limit", whole(1, 65535), default=100)
         if None not in (name, bs, rate, delay, queue):
             cells.append(CellSpec(name, bs, rate, delay, loss, queue, up_rate, up_loss, up_limit))
     cell_names = {c.name for c in cells}
     mhs: list[MobileHostSpec] = []
     for k, item in enumerate(sections["mobile_hosts"]):
-        p = _item_path(f"{path}.mobile_hosts", k, item)
-        m = _Obj(item, p, errors, ("name", "home", "interfaces", "start", "moves"))
-        name = m.get("name", _name, required=True)
+        p = item_path(f"{path}.mobile_hosts", k, item)
+        m = Obj(item, p, errors, ("name", "home", "interfaces", "start", "moves"))
+        name = m.get("name", name_of, required=True)
         claim_name(name, p)
-        home = m.get("home", _addr, required=True)
+        home = m.get("home", address, required=True)
         claim_addr(home, f"{p}.home")
         ifaces: dict[str, str] = {}
         raw_ifaces = m.get("interfaces", lambda v: v if isinstance(v, dict) and v else (_ for _ in ()).throw(
             ValueError("must map interface names to care-of addresses, e.g. {wlan: 10.0.1.9}")), required=True)
         for iface, coa in (raw_ifaces or {}).items():
             try:
-                _name(iface)
-                ifaces[iface] = _addr(coa)
+                name_of(iface)
+                ifaces[iface] = address(coa)
                 claim_addr(ifaces[iface], f"{p}.interfaces.{iface}")
             except ValueError as exc:
                 errors.add(f"{p}.interfaces.{iface}", str(exc))
         start = None
         if m.has("start"):
-            s = _Obj(m.raw("start"), f"{p}.start", errors, ("iface", "cell"))
-            iface, cell = s.get("iface", _name, required=True), s.get("cell", _name, required=True)
+            s = Obj(m.raw("start"), f"{p}.start", errors, ("iface", "cell"))
+            iface, cell = s.get("iface", name_of, required=True), s.get("cell", name_of, required=True)
             if iface is not None and iface not in ifaces and raw_ifaces:
                 errors.add(f"{p}.start.iface", f"{name} has no interface {iface!r} (has: {', '.join(ifaces)})")
             if cell is not None and cell not in cell_names:
@@ -611,10 +204,10 @@ def _topology(data: Any, errors: Errors, mean_pkt: int) -> Topology | None:
             mhs.append(MobileHostSpec(name, home, ifaces, start))
     bgs: list[BackgroundHostSpec] = []
     for k, item in enumerate(sections["background_hosts"]):
-        p = _item_path(f"{path}.background_hosts", k, item)
-        b = _Obj(item, p, errors, ("name", "address", "cell"))
-        name, addr = b.get("name", _name, required=True), b.get("address", _addr, required=True)
-        cell = b.get("cell", _name, required=True)
+        p = item_path(f"{path}.background_hosts", k, item)
+        b = Obj(item, p, errors, ("name", "address", "cell"))
+        name, addr = b.get("name", name_of, required=True), b.get("address", address, required=True)
+        cell = b.get("cell", name_of, required=True)
         claim_name(name, p)
         claim_addr(addr, f"{p}.address")
         if cell is not None and cell not in cell_names:
@@ -626,7 +219,7 @@ def _topology(data: Any, errors: Errors, mean_pkt: int) -> Topology | None:
     host_links: dict[str, int] = {}
     for k, item in enumerate(sections["links"]):
         p = f"{path}.links[{k}]"
-        li = _Obj(item, p, errors, ("between", "rate", "delay", "loss", "queue", "reverse_queue", "reverse_loss"))
+        li = Obj(item, p, errors, ("between", "rate", "delay", "loss", "queue", "reverse_queue", "reverse_loss"))
         ends = li.get("between", lambda v: v if isinstance(v, list) and len(v) == 2 else (_ for _ in ()).throw(
             ValueError(f"must be a list of two node names, got {v!r}")), required=True)
         ok_ends = True
@@ -645,9 +238,9 @@ def _topology(data: Any, errors: Errors, mean_pkt: int) -> Topology | None:
                 errors.add(f"{p}.between", "hosts do not forward: connect them through a router")
         if "rate" not in li.data and li.ok:
             errors.add(f"{p}.rate", "required (b/s, '10Mbps', or null for an ideal wire)")
-        rate = li.get("rate", _rate_or_none)
-        delay = li.get("delay", _time, required=True)
-        loss = li.get("loss", _prob, default=0.0)
+        rate = li.get("rate", rate_or_none)
+        delay = li.get("delay", time_value, required=True)
+        loss = li.get("loss", probability, default=0.0)
         queue = rqueue = None
         for key in ("queue", "reverse_queue"):
             if li.has(key):
@@ -658,7 +251,7 @@ def _topology(data: Any, errors: Errors, mean_pkt: int) -> Topology | None:
                     queue, rqueue = (q, rqueue) if key == "queue" else (queue, q)
         if rate is not None and not li.has("queue") and li.ok:
             errors.add(f"{p}.queue", "required for a link with a rate: its buffer (e.g. {limit: 50})")
-        rloss = li.get("reverse_loss", _prob, default=loss)
+        rloss = li.get("reverse_loss", probability, default=loss)
         if ends and ok_ends and delay is not None:
             for end in ends:
                 if end in {h.name for h in hosts}:
@@ -678,246 +271,6 @@ def _topology(data: Any, errors: Errors, mean_pkt: int) -> Topology | None:
     return topo
 
 
-# -- mobility -------------------------------------------------------------------------------------------
-
-_MOVE_KINDS = ("switch", "alternate", "visits", "overlap", "attach", "detach", "handoff")
-
-
-def _times(v: Any) -> list[float]:
-    """A time, a list of times, {from, every, count}, or {from, to, count} (count times evenly in [from, to))."""
-    if isinstance(v, dict):
-        if set(v) == {"from", "every", "count"}:
-            t0, step = parse_time(v["from"]), parse_time(v["every"], allow_zero=False)
-        elif set(v) == {"from", "to", "count"}:
-            t0, t1 = parse_time(v["from"]), parse_time(v["to"])
-            if t1 <= t0:
-                raise ValueError(f"to ({t1:g} s) must be after from ({t0:g} s)")
-            step = (t1 - t0) / _int(1, 100000)(v["count"])
-        else:
-            raise ValueError(f"a time series is {{from, every, count}} or {{from, to, count}}, got keys {sorted(v)}")
-        count = _int(1, 100000)(v["count"])
-        return [t0 + k * step for k in range(count)]
-    if isinstance(v, list):
-        if not v:
-            raise ValueError("must list at least one time")
-        return [parse_time(t) for t in v]
-    return [parse_time(v)]
-
-
-def _moves(mh: MobileHostSpec, raw: Any, path: str, errors: Errors, cells: set[str],
-           marks: dict[str, float]) -> list[MobilityOp]:
-    ops: list[MobilityOp] = []
-    if raw is None:
-        return ops
-    if not isinstance(raw, list):
-        errors.add(path, "must be a list of moves")
-        return ops
-    for k, item in enumerate(raw):
-        p = f"{path}[{k}]"
-        if not isinstance(item, dict):
-            errors.add(p, "must be a mapping with one of: " + ", ".join(_MOVE_KINDS))
-            continue
-        kinds = [key for key in _MOVE_KINDS if key in item]
-        if len(kinds) != 1:
-            errors.add(p, f"needs exactly one of {', '.join(_MOVE_KINDS)}, got {kinds or 'none'}")
-            continue
-        kind = kinds[0]
-        extra = {"switch": ("at", "outage", "warn"), "alternate": ("at", "outage", "warn"),
-                 "visits": ("at", "stay", "outage", "warn"),
-                 "overlap": ("enter", "dwell", "geometry", "handoff_fraction"),
-                 "attach": ("at",), "detach": ("at",), "handoff": ("at",)}[kind]
-        o = _Obj(item, p, errors, (kind, "label", *extra))
-        label = o.get("label", _name)
-        body = _Obj(item[kind], f"{p}.{kind}", errors,
-                    {"switch": ("to", "cell"), "alternate": ("between",), "visits": ("cell", "iface"),
-                     "overlap": ("iface", "cell"), "attach": ("iface", "cell", "probe"),
-                     "detach": ("iface", "notify", "warn"), "handoff": ("iface", "notify")}[kind])
-
-        def iface_of(key: str, required: bool = True) -> str | None:
-            name = body.get(key, _name, required=required)
-            if name is not None and name not in mh.interfaces:
-                errors.add(f"{body.path}.{key}", f"{mh.name} has no interface {name!r} (has: {', '.join(mh.interfaces)})")
-                return None
-            return name
-
-        def cell_of(obj: _Obj, key: str = "cell") -> str | None:
-            name = obj.get(key, _name, required=True)
-            if name is not None and name not in cells:
-                errors.add(f"{obj.path}.{key}", f"no cell named {name!r}")
-                return None
-            return name
-
-        if kind == "overlap":
-            iface, cell = iface_of("iface"), cell_of(body)
-            enter = o.get("enter", _time, required=True)
-            frac = o.get("handoff_fraction", _float(0.0, 1.0), default=0.5)
-            dwell = None
-            if o.has("dwell") == o.has("geometry"):
-                errors.add(p, "give exactly one of dwell (seconds in the overlap) or geometry")
-            elif o.has("dwell"):
-                dwell = o.get("dwell", _positive_time)
-            else:
-                g = _Obj(o.raw("geometry"), f"{p}.geometry", errors, ("radius_m", "distance_m", "speed_kmh"))
-                radius = g.get("radius_m", _float(0.0, open_lo=True), required=True)
-                distance = g.get("distance_m", _float(0.0, open_lo=True), required=True)
-                speed = g.get("speed_kmh", _float(0.0, open_lo=True), required=True)
-                if None not in (radius, distance, speed):
-                    overlap_m = 2 * radius - distance
-                    if overlap_m <= 0:
-                        errors.add(f"{p}.geometry", f"cells of radius {radius} m {distance} m apart do not overlap")
-                    else:
-                        dwell = overlap_m / (speed / 3.6)
-            if None in (iface, cell, enter, dwell, frac):
-                continue
-            handoff = enter + dwell * frac
-            ops += [MobilityOp(enter, mh.name, "attach", iface, cell, probe=True),
-                    MobilityOp(handoff, mh.name, "handoff", iface),
-                    MobilityOp(enter + dwell, mh.name, "detach", "", notify=False)]   # "" = the old active iface
-            if label:
-                marks.update({f"{label}.enter": enter, f"{label}.handoff": handoff, f"{label}.leave": enter + dwell})
-            continue
-        times = o.get("at", _times, required=True)
-        if times is None:
-            continue
-        if kind in ("switch", "alternate", "visits"):
-            outage = o.get("outage", _time, required=True)
-            warn = o.get("warn", _time, default=0.0)
-            if outage is None or warn is None:
-                continue
-            if kind == "switch":
-                to, cell = iface_of("to"), cell_of(body)
-                if to is None or cell is None:
-                    continue
-                for t in times:
-                    ops += _switch(mh.name, t, "", to, cell, outage, warn)
-            elif kind == "alternate":
-                between = body.get("between", _list, required=True) or []
-                places: list[tuple[str, str]] = []
-                for j, place in enumerate(between):
-                    pl = _Obj(place, f"{body.path}.between[{j}]", errors, ("iface", "cell"))
-                    pi, pc = pl.get("iface", _name, required=True), cell_of(pl)
-                    if pi is not None and pi not in mh.interfaces:
-                        errors.add(f"{pl.path}.iface", f"{mh.name} has no interface {pi!r}")
-                    elif pi and pc:
-                        places.append((pi, pc))
-                if len(between) != 2:
-                    errors.add(f"{body.path}.between", "must list exactly two places {iface, cell}")
-                if len(places) != 2:
-                    continue
-                for j, t in enumerate(times):
-                    to, cell = places[(j + 1) % 2]
-                    ops += _switch(mh.name, t, "", to, cell, outage, warn, alternate=places)
-            else:
-                stay = o.get("stay", _positive_time, required=True)
-                cell = cell_of(body)
-                iface = iface_of("iface", required=False)
-                if stay is None or cell is None:
-                    continue
-                for t in times:
-                    ops += _switch(mh.name, t, "", iface or "", cell, outage, warn)
-                    ops += _switch(mh.name, t + outage + stay, "", iface or "", "<back>", outage, warn)
-            if label:
-                marks[label] = times[0]
-                marks[f"{label}.end"] = times[0] + outage
-            continue
-        for t in times:
-            if kind == "attach":
-                iface, cell = iface_of("iface"), cell_of(body)
-                probe = body.get("probe", _bool, default=False)
-                if iface and cell:
-                    ops.append(MobilityOp(t, mh.name, "attach", iface, cell, probe=probe))
-            elif kind == "detach":
-                iface = iface_of("iface")
-                warn = body.get("warn", _time, default=0.0)
-                if iface:
-                    ops.append(MobilityOp(t, mh.name, "detach", iface, notify=body.get("notify", _bool, default=True),
-                                          warn=warn or 0.0))
-            else:
-                iface = iface_of("iface")
-                if iface:
-                    ops.append(MobilityOp(t, mh.name, "handoff", iface, notify=body.get("notify", _bool, default=True)))
-        if label:
-            marks[label] = times[0]
-    return ops
-
-
-def _switch(mh: str, t: float, frm: str, to: str, cell: str, outage: float, warn: float,
-            alternate: list[tuple[str, str]] | None = None) -> list[MobilityOp]:
-    """Leave the active interface at t, be on `to` in `cell` at t + outage ("" / "<back>": resolved later)."""
-    return [MobilityOp(t, mh, "detach", frm, warn=warn),
-            MobilityOp(t + outage, mh, "attach", to, cell),
-            MobilityOp(t + outage, mh, "handoff", to)]
-
-
-def _resolve_mobility(topo: Topology, ops: list[MobilityOp], duration: float, errors: Errors) -> list[MobilityOp]:
-    """Order the timeline, fill in implicit interfaces and check it can happen (attached before handoff, ...)."""
-    ops = sorted(ops, key=lambda op: op.at)  # stable: same-instant ops keep their written order
-    state: dict[str, dict[str, str]] = {}     # mh -> {iface: cell}
-    active: dict[str, str | None] = {}
-    came_from: dict[str, tuple[str, str]] = {}
-    history: dict[str, list[tuple[str, str]]] = {}   # places the MH was active in, in order
-    out: list[MobilityOp] = []
-    for m in topo.mobile_hosts:
-        state[m.name] = {}
-        active[m.name] = None
-        history[m.name] = []
-        if m.start:
-            state[m.name][m.start[0]] = m.start[1]
-            active[m.name] = m.start[0]
-            history[m.name].append(m.start)
-    for op in ops:
-        where = f"topology.mobile_hosts[{op.mh}].moves (t={op.at:g} s)"
-        if op.at > duration:
-            errors.add(where, f"{op.op} at {op.at:g} s is after the end of the run ({duration:g} s)")
-            continue
-        here = state[op.mh]
-        iface = op.iface
-        if op.op == "detach":
-            if not iface:
-                iface = active[op.mh] or ""
-                if not iface:
-                    errors.add(where, f"{op.mh} has no active interface to leave")
-                    continue
-                came_from[op.mh] = (iface, here.get(iface, ""))
-            if iface not in here:
-                errors.add(where, f"detach of {op.mh}.{iface}, which is not attached")
-                continue
-            if op.warn and op.at - op.warn < 0:
-                errors.add(where, f"warning {op.warn:g} s before t={op.at:g} lies before the start")
-            del here[iface]
-            if active[op.mh] == iface:
-                active[op.mh] = None
-        elif op.op == "attach":
-            cell = op.cell
-            if cell == "<back>":
-                if len(history[op.mh]) < 2:
-                    errors.add(where, f"{op.mh} has nowhere to come back to")
-                    continue
-                iface = iface or history[op.mh][-2][0]
-                cell = history[op.mh][-2][1]
-            if not iface:
-                iface = came_from.get(op.mh, ("", ""))[0]
-            if iface in here:
-                errors.add(where, f"attach of {op.mh}.{iface} to {cell}, but it is still in {here[iface]}")
-                continue
-            here[iface] = cell  # type: ignore[assignment]
-            op = MobilityOp(op.at, op.mh, "attach", iface, cell, op.probe, op.notify, op.warn)
-        else:
-            if not iface:
-                iface = next((o.iface for o in reversed(out) if o.mh == op.mh and o.op == "attach"), "")
-            if iface not in here:
-                errors.add(where, f"handoff of {op.mh} to {iface or '?'}, which is not attached")
-                continue
-            active[op.mh] = iface
-            history[op.mh].append((iface, here[iface]))
-        if op.op == "detach" and not op.iface:
-            op = MobilityOp(op.at, op.mh, "detach", iface, None, op.probe, op.notify, op.warn)
-        elif op.op == "handoff" and not op.iface:
-            op = MobilityOp(op.at, op.mh, "handoff", iface, None, op.probe, op.notify, op.warn)
-        out.append(op)
-    return out
-
-
 # -- flows, measurement, published ------------------------------------------------------------------------
 
 def _flows(raw: Any, errors: Errors, topo: Topology, tcp: TcpSpec, scheme: str | None,
@@ -930,19 +283,19 @@ def _flows(raw: Any, errors: Errors, topo: Topology, tcp: TcpSpec, scheme: str |
     seen: set[str] = set()
     out: list[FlowSpec] = []
     for k, item in enumerate(items):
-        p = _item_path("flows", k, item)
-        o = _Obj(item, p, errors, ("name", "from", "to", "scheme", "start", "stop", *_TCP_KEYS))
-        name = o.get("name", _name, required=True)
+        p = item_path("flows", k, item)
+        o = Obj(item, p, errors, ("name", "from", "to", "scheme", "start", "stop", *_TCP_KEYS))
+        name = o.get("name", name_of, required=True)
         if name in seen:
             errors.add(f"{p}.name", f"{name!r} is already used by another flow")
         seen.add(name)
-        src, dst = o.get("from", _name, required=True), o.get("to", _name, required=True)
+        src, dst = o.get("from", name_of, required=True), o.get("to", name_of, required=True)
         for key, host in (("from", src), ("to", dst)):
             if host is not None and host not in hosts:
                 errors.add(f"{p}.{key}", f"no host named {host!r} (hosts: {', '.join(sorted(hosts))})")
         if src is not None and src == dst:
             errors.add(f"{p}.to", "a flow needs two different hosts")
-        sch = o.get("scheme", _str, required=True)
+        sch = o.get("scheme", text, required=True)
         if sch == COMPARED:
             if scheme is None:
                 errors.add(f"{p}.scheme", "'compared' needs a schemes: list or variants with a scheme")
@@ -950,8 +303,8 @@ def _flows(raw: Any, errors: Errors, topo: Topology, tcp: TcpSpec, scheme: str |
         elif sch is not None and sch not in SCHEMES:
             errors.add(f"{p}.scheme", f"unknown scheme {sch!r} (known: {', '.join(sorted(SCHEMES))}, or 'compared')")
             sch = None
-        start = o.get("start", _time, default=0.0)
-        stop = o.get("stop", _positive_time)
+        start = o.get("start", time_value, default=0.0)
+        stop = o.get("stop", positive_time)
         if start is not None and start >= duration:
             errors.add(f"{p}.start", f"starts at {start:g} s, after the run ends ({duration:g} s)")
         if stop is not None and start is not None and stop <= start:
@@ -981,11 +334,11 @@ def _link_names(topo: Topology) -> set[str]:
 
 def _quantity(data: Any, path: str, errors: Errors, flows: set[str], links: set[str], windows: set[str],
               default_window: str | None) -> Quantity | None:
-    o = _Obj(data, path, errors, ("metric", "flow", "link", "window"))
+    o = Obj(data, path, errors, ("metric", "flow", "link", "window"))
     metric = o.get("metric", lambda v: v if v in METRICS else (_ for _ in ()).throw(
         ValueError(f"must be one of {', '.join(METRICS)}, got {v!r}")), required=True)
-    flow, link = o.get("flow", _name), o.get("link", _str)
-    window = o.get("window", _str, default=default_window)
+    flow, link = o.get("flow", name_of), o.get("link", text)
+    window = o.get("window", text, default=default_window)
     if window is None and o.ok:
         errors.add(f"{path}.window", "required (no measurement window is defined)")
     elif window not in windows and window is not None:
@@ -1007,20 +360,20 @@ def _quantity(data: Any, path: str, errors: Errors, flows: set[str], links: set[
 def _measure(data: Any, errors: Errors, topo: Topology, flows: list[FlowSpec], marks: dict[str, float],
              duration: float) -> Measure | None:
     path = "measure"
-    o = _Obj(data, path, errors, ("windows", "flows", "ideal", "table", "queues", "series_interval", "plot_range"))
+    o = Obj(data, path, errors, ("windows", "flows", "ideal", "table", "queues", "series_interval", "plot_range"))
     if not o.ok:
         return None
     windows: list[Window] = []
-    for k, item in enumerate(o.get("windows", _list, required=True) or []):
-        p = _item_path(f"{path}.windows", k, item)
-        w = _Obj(item, p, errors, ("name", "from", "to", "length"))
-        name = w.get("name", _name, required=True)
+    for k, item in enumerate(o.get("windows", a_list, required=True) or []):
+        p = item_path(f"{path}.windows", k, item)
+        w = Obj(item, p, errors, ("name", "from", "to", "length"))
+        name = w.get("name", name_of, required=True)
         t0 = w.get("from", lambda v: _window_time(v, marks), required=True)
         if w.has("to") == w.has("length"):
             errors.add(p, "give exactly one of to or length")
             continue
         t1 = w.get("to", lambda v: _window_time(v, marks)) if w.has("to") else (
-            None if t0 is None else t0 + (w.get("length", _positive_time) or 0.0))
+            None if t0 is None else t0 + (w.get("length", positive_time) or 0.0))
         if None in (name, t0, t1):
             continue
         if t1 <= t0:
@@ -1031,17 +384,17 @@ def _measure(data: Any, errors: Errors, topo: Topology, flows: list[FlowSpec], m
             windows.append(Window(name, t0, t1))
     wnames = {w.name for w in windows}
     flow_names = [f.name for f in flows]
-    measured = o.get("flows", _list, default=flow_names) or []
+    measured = o.get("flows", a_list, default=flow_names) or []
     for k, f in enumerate(measured):
         if f not in flow_names:
             errors.add(f"{path}.flows[{k}]", f"no flow named {f!r}")
     ideal = None
     if o.has("ideal"):
-        i = _Obj(o.raw("ideal"), f"{path}.ideal", errors, ("mh", "source", "outages"))
-        mh = i.get("mh", _name, required=True)
+        i = Obj(o.raw("ideal"), f"{path}.ideal", errors, ("mh", "source", "outages"))
+        mh = i.get("mh", name_of, required=True)
         if mh is not None and mh not in {m.name for m in topo.mobile_hosts}:
             errors.add(f"{path}.ideal.mh", f"no mobile host named {mh!r}")
-        source = i.get("source", _name, default=next((f.src for f in flows if f.dst == mh), None))
+        source = i.get("source", name_of, default=next((f.src for f in flows if f.dst == mh), None))
         if source is not None and source not in {h.name for h in topo.correspondents}:
             errors.add(f"{path}.ideal.source", f"no correspondent named {source!r}")
         elif source is None and i.ok:
@@ -1053,7 +406,7 @@ def _measure(data: Any, errors: Errors, topo: Topology, flows: list[FlowSpec], m
     links = _link_names(topo)
     default_window = windows[0].name if windows else None
     table = []
-    for k, item in enumerate(o.get("table", _list, required=True) or []):
+    for k, item in enumerate(o.get("table", a_list, required=True) or []):
         q = _quantity(item, f"{path}.table[{k}]", errors, set(flow_names), links, wnames, default_window)
         if q is not None:
             if q.metric in ("ideal", "percent_of_ideal") and ideal is None:
@@ -1062,14 +415,14 @@ def _measure(data: Any, errors: Errors, topo: Topology, flows: list[FlowSpec], m
     queue_links: list[str] = []
     interval = 0.01
     if o.has("queues"):
-        qo = _Obj(o.raw("queues"), f"{path}.queues", errors, ("links", "interval"))
-        for k, name in enumerate(qo.get("links", _list, required=True) or []):
+        qo = Obj(o.raw("queues"), f"{path}.queues", errors, ("links", "interval"))
+        for k, name in enumerate(qo.get("links", a_list, required=True) or []):
             if name not in links:
                 errors.add(f"{path}.queues.links[{k}]", f"no link or cell named {name!r}")
             else:
                 queue_links.append(name)
-        interval = qo.get("interval", _positive_time, default=0.01)
-    series = o.get("series_interval", _positive_time, default=0.1)
+        interval = qo.get("interval", positive_time, default=0.01)
+    series = o.get("series_interval", positive_time, default=0.1)
     plot_range = (0.0, duration)
     if o.has("plot_range"):
         pr = o.get("plot_range", lambda v: [_window_time(t, marks) for t in v] if isinstance(v, list) and len(v) == 2
@@ -1085,11 +438,11 @@ def _measure(data: Any, errors: Errors, topo: Topology, flows: list[FlowSpec], m
 def _published(data: Any, errors: Errors, labels: list[str], windows: set[str], flows: set[str],
                links: set[str]) -> Published | None:
     path = "published"
-    o = _Obj(data, path, errors, ("source", "window", "ideal", "values", "findings", "expect"))
+    o = Obj(data, path, errors, ("source", "window", "ideal", "values", "findings", "expect"))
     if not o.ok:
         return None
-    source = o.get("source", _str, required=True)
-    window = o.get("window", _str)
+    source = o.get("source", text, required=True)
+    window = o.get("window", text)
     if window is not None and window not in windows:
         errors.add(f"{path}.window", f"no window named {window!r}")
     ideal = o.get("ideal", parse_rate)
@@ -1099,17 +452,17 @@ def _published(data: Any, errors: Errors, labels: list[str], windows: set[str], 
         if label not in labels:
             errors.add(p, f"no variant labelled {label!r} (variants: {', '.join(labels)})")
             continue
-        v = _Obj(entry, p, errors, ("throughput", "percent_of_ideal"))
+        v = Obj(entry, p, errors, ("throughput", "percent_of_ideal"))
         values[label] = {}
         if v.has("throughput"):
             values[label]["throughput"] = v.get("throughput", parse_rate)
         if v.has("percent_of_ideal"):
-            values[label]["percent_of_ideal"] = v.get("percent_of_ideal", _float(0.0))
-    findings = tuple(str(f) for f in (o.get("findings", _list, default=[]) or []))
+            values[label]["percent_of_ideal"] = v.get("percent_of_ideal", number(0.0))
+    findings = tuple(str(f) for f in (o.get("findings", a_list, default=[]) or []))
     expect: list[Expectation] = []
-    for k, item in enumerate(o.get("expect", _list, default=[]) or []):
+    for k, item in enumerate(o.get("expect", a_list, default=[]) or []):
         p = f"{path}.expect[{k}]"
-        e = _Obj(item, p, errors, ("claim", "order", "ratio", "variant", "metric", "flow", "link", "window",
+        e = Obj(item, p, errors, ("claim", "order", "ratio", "variant", "metric", "flow", "link", "window",
                                    "at_least", "at_most", "published"))
         kinds = [key for key in ("order", "ratio", "variant") if e.has(key)]
         if len(kinds) != 1:
@@ -1125,9 +478,9 @@ def _published(data: Any, errors: Errors, labels: list[str], windows: set[str], 
             errors.add(f"{p}.ratio", "must name two variants [numerator, denominator]")
         qdata = {key: item[key] for key in ("metric", "flow", "link", "window") if key in item}
         q = _quantity(qdata, p, errors, flows, links, windows, window or (sorted(windows)[0] if windows else None))
-        claim = e.get("claim", _str, required=True)
-        at_least, at_most = e.get("at_least", _float()), e.get("at_most", _float())
-        pub = e.get("published", _float())
+        claim = e.get("claim", text, required=True)
+        at_least, at_most = e.get("at_least", number()), e.get("at_most", number())
+        pub = e.get("published", number())
         if kind == "bound" and at_least is None and at_most is None:
             errors.add(p, "a bound needs at_least or at_most")
         if q is not None and claim is not None:
@@ -1202,20 +555,20 @@ def _point_text(point: tuple[tuple[str, Any], ...]) -> str:
 
 
 def _validate(doc: dict, errors: Errors, variant: Variant, point: tuple) -> Scenario | None:
-    o = _Obj(doc, "(top)", errors, _TOP_KEYS)
+    o = Obj(doc, "(top)", errors, _TOP_KEYS)
     if not o.ok:
         return None
-    name = o.get("scenario", lambda v: v if isinstance(v, str) and _SCENARIO_RE.match(v) else (_ for _ in ()).throw(
+    name = o.get("scenario", lambda v: v if isinstance(v, str) and SCENARIO_RE.match(v) else (_ for _ in ()).throw(
         ValueError(f"must be lower-case letters, digits, - and _ (a directory name), got {v!r}")), required=True)
-    title = o.get("title", _str, required=True)
+    title = o.get("title", text, required=True)
     paper = o.get("paper", lambda v: v if v in PAPERS else (_ for _ in ()).throw(
         ValueError(f"must be one of {', '.join(PAPERS)}, got {v!r}")), required=True)
-    duration = o.get("duration", _positive_time, required=True)
-    seed = o.get("seed", _int(0), default=0)
+    duration = o.get("duration", positive_time, required=True)
+    seed = o.get("seed", whole(0), default=0)
     tcp = _tcp(o.raw("tcp"), "tcp", errors, None) if o.has("tcp") else None
     if not o.has("tcp"):
         errors.add("tcp", "required: packet_size, window, iw, min_rto, delayed_ack (the papers leave them open)")
-    assumptions = tuple(str(a) for a in (o.get("assumptions", _list, default=[]) or []))
+    assumptions = tuple(str(a) for a in (o.get("assumptions", a_list, default=[]) or []))
     mean_pkt = (tcp.packet_size if tcp else 1000) + HEADER_BYTES
     topo = _topology(o.raw("topology"), errors, mean_pkt) if o.has("topology") else None
     if not o.has("topology"):
@@ -1228,8 +581,8 @@ def _validate(doc: dict, errors: Errors, variant: Variant, point: tuple) -> Scen
     cells = {c.name for c in topo.cells}
     for m in topo.mobile_hosts:
         raw = next((r for r in raw_mhs if isinstance(r, dict) and r.get("name") == m.name), {})
-        ops += _moves(m, raw.get("moves"), f"topology.mobile_hosts[{m.name}].moves", errors, cells, marks)
-    mobility = _resolve_mobility(topo, ops, duration, errors)
+        ops += moves(m, raw.get("moves"), f"topology.mobile_hosts[{m.name}].moves", errors, cells, marks)
+    mobility = resolve_mobility(topo, ops, duration, errors)
     flows = _flows(o.raw("flows"), errors, topo, tcp, variant.scheme, duration)
     for f in flows:
         for host in (f.src, f.dst):
@@ -1246,7 +599,7 @@ def _validate(doc: dict, errors: Errors, variant: Variant, point: tuple) -> Scen
                     measure, assumptions, variant.label, point)  # type: ignore[arg-type]
 
 
-def _variants(o: _Obj, errors: Errors) -> list[Variant]:
+def _variants(o: Obj, errors: Errors) -> list[Variant]:
     labels_raw = o.get("labels", lambda v: v if isinstance(v, dict) else (_ for _ in ()).throw(
         ValueError("must map scheme names to the paper's names, e.g. {newreno: TCP/mm}")), default={}) or {}
     labels = {str(k): str(v) for k, v in labels_raw.items()}
@@ -1255,16 +608,16 @@ def _variants(o: _Obj, errors: Errors) -> list[Variant]:
         errors.add("schemes", "give schemes or variants, not both (a variant may set a scheme)")
         return out
     if o.has("schemes"):
-        for k, s in enumerate(o.get("schemes", _list) or []):
+        for k, s in enumerate(o.get("schemes", a_list) or []):
             if s not in SCHEMES:
                 errors.add(f"schemes[{k}]", f"unknown scheme {s!r} (known: {', '.join(sorted(SCHEMES))})")
             else:
                 out.append(Variant(_scheme_label(labels, s), s))
-    for k, item in enumerate(o.get("variants", _list, default=[]) or []):
+    for k, item in enumerate(o.get("variants", a_list, default=[]) or []):
         p = f"variants[{k}]"
-        v = _Obj(item, p, errors, ("label", "scheme", "set"))
-        label = v.get("label", _str, required=True)
-        scheme = v.get("scheme", _str)
+        v = Obj(item, p, errors, ("label", "scheme", "set"))
+        label = v.get("label", text, required=True)
+        scheme = v.get("scheme", text)
         if scheme is not None and scheme not in SCHEMES:
             errors.add(f"{p}.scheme", f"unknown scheme {scheme!r}")
         sets = v.get("set", lambda x: x if isinstance(x, dict) else (_ for _ in ()).throw(
@@ -1284,14 +637,14 @@ def _variants(o: _Obj, errors: Errors) -> list[Variant]:
     return out or [Variant("default", None)]
 
 
-def _sweep(o: _Obj, errors: Errors, doc: dict) -> list[SweepAxis]:
+def _sweep(o: Obj, errors: Errors, doc: dict) -> list[SweepAxis]:
     out: list[SweepAxis] = []
-    for k, item in enumerate(o.get("sweep", _list, default=[]) or []):
+    for k, item in enumerate(o.get("sweep", a_list, default=[]) or []):
         p = f"sweep[{k}]"
-        s = _Obj(item, p, errors, ("path", "label", "values"))
+        s = Obj(item, p, errors, ("path", "label", "values"))
         raw_path = s.get("path", lambda v: ",".join(v) if isinstance(v, list) and v and all(
-            isinstance(x, str) for x in v) else _str(v), required=True)
-        values = s.get("values", _list, required=True)
+            isinstance(x, str) for x in v) else text(v), required=True)
+        values = s.get("values", a_list, required=True)
         if values is not None and not values:
             errors.add(f"{p}.values", "must list at least one value")
         path = raw_path
@@ -1303,7 +656,7 @@ def _sweep(o: _Obj, errors: Errors, doc: dict) -> list[SweepAxis]:
                 errors.add(f"{p}.path", str(exc))
                 path = None
         if path and values:
-            out.append(SweepAxis(path, s.get("label", _str, default=path.split(".")[-1]), tuple(values)))
+            out.append(SweepAxis(path, s.get("label", text, default=path.split(".")[-1]), tuple(values)))
     return out
 
 
@@ -1330,7 +683,7 @@ def parse(doc: Any, source: str = "<scenario>", overrides: tuple[tuple[str, Any]
     if schemes:
         doc.pop("variants", None)
         doc["schemes"] = list(schemes)
-    o = _Obj(doc, "(top)", errors, _TOP_KEYS, check_unknown=False)  # _validate reports unknown keys
+    o = Obj(doc, "(top)", errors, _TOP_KEYS, check_unknown=False)  # _validate reports unknown keys
     variants = _variants(o, errors)
     sweep = _sweep(o, errors, doc)
     for axis in extra_sweep:
