@@ -184,6 +184,7 @@ def test_overlap_from_geometry_and_visits_come_back() -> None:
     scn = load(TRACES / "dsbp-capacity.yaml").resolve(load(TRACES / "dsbp-capacity.yaml").variants[0])
     assert scn.marks["ov.leave"] - scn.marks["ov.enter"] == pytest.approx(150 / (50 / 3.6))
     assert scn.marks["ov.handoff"] == pytest.approx(10 + 5.4)
+    assert [(op.op, op.iface) for op in scn.mobility] == [("attach", "new"), ("handoff", "new"), ("detach", "old")]
     sf = load(TRACES / "ipf-visits.yaml")
     scn = sf.resolve(sf.variants[0], sf.points()[0])
     ops = [op for op in scn.mobility if op.mh == "mh2" and op.op == "attach"]

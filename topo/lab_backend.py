@@ -488,9 +488,10 @@ class LabRun:
         for name, proc in self.senders.items():
             try:
                 out, _ = proc.communicate(timeout=30)
-            except subprocess.TimeoutExpired:
+            except subprocess.TimeoutExpired as exc:
                 stop_process(proc)
-                out = proc.stdout.read() if proc.stdout else b""
+                out = (exc.output or b"") + (proc.stdout.read() if proc.stdout else b"")
+                self.data.notes.append(f"flow {name}: the sender had not finished 30 s after the run; stopped")
             text = out.decode(errors="replace") if isinstance(out, bytes) else (out or "")
             start = next((float(line.split()[1]) for line in text.splitlines() if line.startswith("t_start:")), None)
             fd = self.data.flows[name]

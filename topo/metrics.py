@@ -102,7 +102,7 @@ def value(scn: Scenario, data: RunData, q: Quantity) -> float:
         if q.metric == "percent_of_ideal":
             ideal = ideal_bps(scn, t0, t1)
             return 100.0 * (f.delivered(t1) - f.delivered(t0)) * 8 / length / ideal if ideal else math.nan
-        if q.metric in ("loss_rate", "data_losses") and not f.losses_known:
+        if q.metric in ("loss_rate", "data_losses", "dummies_sent") and not f.losses_known:
             return math.nan
         if q.metric == "loss_rate":
             sent = f.sent_between(t0, t1)

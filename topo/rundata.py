@@ -26,7 +26,7 @@ class FlowData:
     dummies_sent: int = 0
     dummy_acks: int = 0
     trace: Path | None = None                               # the sender's trace (CSV)
-    losses_known: bool = True                               # False: the backend cannot see this flow's drops
+    losses_known: bool = True                               # False: the backend cannot see its drops or dummies
     retransmits: int | None = None                          # segments the sender sent again (if reported)
 
     def delivered(self, t: float) -> int:

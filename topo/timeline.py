@@ -7,6 +7,7 @@ from topo.fields import Obj, a_list, boolean, name_of, number, positive_time, ti
 from topo.scenario_model import MobileHostSpec, MobilityOp, Topology
 from topo.units import Errors, parse_time
 
+PREVIOUS = "<previous>"   # the interface that was active before the last handoff (an overlap's old one)
 _MOVE_KINDS = ("switch", "alternate", "visits", "overlap", "attach", "detach", "handoff")
 
 
@@ -99,7 +100,7 @@ def moves(mh: MobileHostSpec, raw: Any, path: str, errors: Errors, cells: set[st
             handoff = enter + dwell * frac
             ops += [MobilityOp(enter, mh.name, "attach", iface, cell, probe=True),
                     MobilityOp(handoff, mh.name, "handoff", iface),
-                    MobilityOp(enter + dwell, mh.name, "detach", "", notify=False)]   # "" = the old active iface
+                    MobilityOp(enter + dwell, mh.name, "detach", PREVIOUS, notify=False)]
             if label:
                 marks.update({f"{label}.enter": enter, f"{label}.handoff": handoff, f"{label}.leave": enter + dwell})
             continue
@@ -200,6 +201,11 @@ def resolve_mobility(topo: Topology, ops: list[MobilityOp], duration: float, err
         here = state[op.mh]
         iface = op.iface
         if op.op == "detach":
+            if iface == PREVIOUS:
+                if len(history[op.mh]) < 2:
+                    errors.add(where, f"{op.mh} has no previous interface to leave")
+                    continue
+                iface = history[op.mh][-2][0]
             if not iface:
                 iface = active[op.mh] or ""
                 if not iface:
@@ -237,7 +243,7 @@ def resolve_mobility(topo: Topology, ops: list[MobilityOp], duration: float, err
                 continue
             active[op.mh] = iface
             history[op.mh].append((iface, here[iface]))
-        if op.op == "detach" and not op.iface:
+        if op.op == "detach" and op.iface in ("", PREVIOUS):
             op = MobilityOp(op.at, op.mh, "detach", iface, None, op.probe, op.notify, op.warn)
         elif op.op == "handoff" and not op.iface:
             op = MobilityOp(op.at, op.mh, "handoff", iface, None, op.probe, op.notify, op.warn)
