@@ -87,7 +87,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def choose_backend(name: str) -> tuple[Backend, str]:
-    """The backend object and why it was chosen (RuntimeError if `lab` is asked for but cannot run)."""
+    """The backend object and why it was chosen (ValueError if `lab` is asked for but cannot run)."""
     from topo.sim_backend import SimBackend
     if name == "sim":
         return SimBackend(), "asked for"
@@ -95,7 +95,7 @@ def choose_backend(name: str) -> tuple[Backend, str]:
     ok, reason = lab_backend.available()
     if name == "lab":
         if not ok:
-            raise RuntimeError(f"the lab backend cannot run here: {reason}")
+            raise ValueError(f"the lab backend cannot run here: {reason}")
         return lab_backend.LabBackend(), "asked for"
     if ok:
         return lab_backend.LabBackend(), "auto: root, BMv2 and build/bs.json are available"
@@ -119,9 +119,13 @@ def _run(args: argparse.Namespace) -> int:
     print(f"backend: {backend.name} ({reason})", file=sys.stderr)
     from topo.report import summary_table
     for sf in files:
-        res = run_scenario(sf, backend, seed=args.seed, repeats=args.repeat, results_root=args.results,
-                           backend_reason=reason, progress_out=None if args.quiet else sys.stderr,
-                           make_plots=not args.no_plots)
+        try:
+            res = run_scenario(sf, backend, seed=args.seed, repeats=args.repeat, results_root=args.results,
+                               backend_reason=reason, progress_out=None if args.quiet else sys.stderr,
+                               make_plots=not args.no_plots)
+        except RuntimeError as exc:   # a lab process that failed to start or died; the lab is already torn down
+            print(f"p4handoff run: {sf.source}: {exc}", file=sys.stderr)
+            return 1
         print(f"\n## {sf.title}\n")
         print(summary_table(res))
         print(f"\nresults: {res.directory}\nreport:  {res.directory / 'report.md'}")
