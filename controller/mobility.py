@@ -34,6 +34,7 @@ from controller.registration import LIFETIME_INFINITE, RegistrationReply, Regist
 from p4handoff.notify import Event, Notification
 
 LogFn = Callable[[str, dict[str, Any]], None]
+MAX_DRAIN_ROUNDS = 2     # the first overlaps the gateway marker; a second covers what was released meanwhile
 
 
 class MobilityError(ValueError):
@@ -73,9 +74,8 @@ class MhState:
     gw_marker: tuple[int, float] | None = None          # (nonce, deadline)
     path_markers: dict[int, tuple[float, str]] = field(default_factory=dict)   # nonce -> (deadline, bs)
     drain_marker: tuple[int, float] | None = None       # behind the releases of this handoff
-    drained: bool = False            # the drain marker came back: releases are queued at the new BS
-    releases: int = 0                # packets released in this handoff
-    after_drain: int = 0             # released after the drain marker left: may be overtaken
+    drain_rounds: int = 0            # drain markers sent in this handoff (at most MAX_DRAIN_ROUNDS)
+    since_drain: int = 0             # packets released since the last drain marker was sent
     holds: dict[str, float] = field(default_factory=dict)   # old BS -> time its tunnel is removed
     started: float | None = None     # registration time of the running handoff
     flush_deadline: float | None = None
@@ -388,7 +388,7 @@ class Mobility:
                                   st.release_src, left, port, st.mac or "", True))
         if st.drain_marker is not None:          # it followed releases to the BS just left
             self._marker_owner.pop(st.drain_marker[0], None)
-        st.drain_marker, st.drained = None, False
+        st.drain_marker, st.drain_rounds, st.since_drain = None, 0, 0
         st.phase, st.bs, st.port = Phase.DETACHED, None, None
         self.log("detached", {"mh": st.host.name, "bs": left, "cause": cause,
                               "diverting": sorted(st.diverts), "buffer": len(self.pool[st.host.name])})
@@ -401,7 +401,7 @@ class Mobility:
         home = st.host.address
         st.phase, st.bs, st.port, st.mac = Phase.HANDING_OFF, bs, port, mac
         st.started, st.flush_deadline = now, now + self.flush_s
-        st.drain_marker, st.drained, st.releases, st.after_drain = None, False, 0, 0
+        st.drain_marker, st.drain_rounds, st.since_drain = None, 0, 0
         self._timer(st, st.flush_deadline)
         # one release path per handoff keeps the FIFO order; never tunnel into a BS that diverts
         st.release_tunnel = (st.anchor is not None and st.anchor != bs and bs not in st.diverts
@@ -410,10 +410,7 @@ class Mobility:
         self.log("handoff_start", {"mh": st.host.name, "from": st.anchor, "to": bs, "port": port, "cause": cause,
                                    "buffer": len(self.pool[st.host.name]),
                                    "release": "tunnel" if st.release_tunnel else "direct"})
-        if bs not in st.diverts:
-            self._set(fx, bs, home, Deliver(port, mac))
-            st.holds.pop(bs, None)
-            self.log("delivery_installed", {"mh": st.host.name, "bs": bs, "port": port})
+        # the gateway first: its marker's round trip is the longest step, so it starts first
         if self.gw not in st.diverts:
             prev = self._routes[self.gw].get(home)
             self._set(fx, self.gw, home, Punt())
@@ -424,7 +421,14 @@ class Mobility:
                 st.gw_marker = (nonce, now + self.marker_s)
                 fx.append(SendToward(self.gw, prev.peer, marker_packet(self.net.controller.address, home, nonce)))
                 self.log("marker_sent", {"mh": st.host.name, "kind": "gateway", "via": prev.peer})
-        return fx + self._drain(st) + self._maybe_complete(st, now)
+        if bs not in st.diverts:                   # before any release reaches it
+            self._set(fx, bs, home, Deliver(port, mac))
+            st.holds.pop(bs, None)
+            self.log("delivery_installed", {"mh": st.host.name, "bs": bs, "port": port})
+        fx += self._drain(st)
+        if st.since_drain:
+            fx += self._drain_marker(st, now)      # overlaps with the gateway marker's round trip
+        return fx + self._maybe_complete(st, now)
 
     def _drain(self, st: MhState, log: bool = True) -> list[Effect]:
         """Release every ready packet towards the BS the MH is at (nothing while detached).
@@ -439,9 +443,7 @@ class Mobility:
         src = st.release_src
         while (pkt := self.pool.pop_main(name)) is not None:
             fx.append(Release(name, pkt, src, st.bs, st.port, st.mac, st.release_tunnel))
-        st.releases += len(fx)
-        if st.drain_marker is not None:
-            st.after_drain += len(fx)
+        st.since_drain += len(fx)
         if fx and log:
             self.log("flush", {"mh": name, "packets": len(fx), "from": src, "to": st.bs,
                                "path": "tunnel" if st.release_tunnel else "direct"})
@@ -451,15 +453,23 @@ class Mobility:
         if st.phase is not Phase.HANDING_OFF or st.gw_marker is not None or st.path_markers \
                 or len(self.pool[st.host.name]) > 0 or st.drain_marker is not None:
             return []
-        if st.releases == 0 or st.drained:
-            return self._complete(st, now)
-        # releases may still be on their way (stream, CPU port, link): a marker behind them
-        # comes back once they are queued at the new BS, ahead of what its new route brings
+        if st.since_drain and st.drain_rounds < MAX_DRAIN_ROUNDS:
+            return self._drain_marker(st, now)
+        return self._complete(st, now)
+
+    def _drain_marker(self, st: MhState, now: float) -> list[Effect]:
+        """A marker behind the releases so far: back once they are all queued at the new BS.
+
+        Releases travel asynchronously (stream, CPU port, link) while route writes do not, so
+        the final routes wait for it: what the new routes bring then queues behind the flush.
+        """
         nonce = self._marker(st, now)
         st.drain_marker = (nonce, now + self.marker_s)
-        packet = marker_packet(self.net.controller.address, self.net.controller.address, nonce)
+        st.drain_rounds += 1
         self.log("marker_sent", {"mh": st.host.name, "kind": "drain", "via": st.release_src, "to": st.bs,
-                                 "released": st.releases})
+                                 "behind": st.since_drain})
+        st.since_drain = 0
+        packet = marker_packet(self.net.controller.address, self.net.controller.address, nonce)
         if st.release_tunnel:
             return [Release(st.host.name, packet, st.release_src, st.bs, st.port, st.mac, True)]
         # direct releases left through the new BS's own ingress: the marker follows them there
@@ -467,14 +477,26 @@ class Mobility:
         return [SendToward(st.bs, self.gw, packet)]
 
     def _complete(self, st: MhState, now: float, forced: bool = False, recovered: bool = False) -> list[Effect]:
-        """Final routes: gateway → new BS, old BSs tunnel to it priority-marked for the hold time."""
+        """Final routes: new BS delivering, gateway → new BS (the path is active: HANDOFF goes out),
+        then the old BSs tunnel to it priority-marked for the hold time."""
         fx: list[Effect] = []
         new, home, name = st.bs, st.host.address, st.host.name
         assert new is not None and st.port is not None and st.mac is not None
-        # downstream first, the gateway last: once the gateway sends to the new BS, every
-        # switch on the way already forwards instead of diverting
+        # the new BS before the gateway: once the gateway sends there, it delivers
         if new in st.diverts:
             self._set(fx, new, home, Deliver(st.port, st.mac))
+        self._set(fx, self.gw, home, Forward(new))
+        old_cell = st.left_cell
+        st.phase, st.anchor = Phase.ATTACHED, new
+        st.late += st.since_drain           # released after the last drain marker: may be overtaken
+        st.gw_marker, st.path_markers, st.drain_marker, st.since_drain = None, {}, None, 0
+        st.handoffs += 1
+        if not recovered:
+            fx += self._notify(st, Event.HANDOFF, home, old_cell, self._cell(new), mh_at=(new, st.port))
+            if st.started is not None:
+                fx.append(Completed(name, st.started))
+        # the old BSs last: the gateway's marker came back, so nothing it sent is still on its way
+        # there; whatever they punt until their tunnel is written is passed on at once (late)
         st.diverts.discard(self.gw)
         st.diverts.discard(new)
         for old in sorted(st.diverts):
@@ -488,25 +510,15 @@ class Mobility:
             else:
                 self._set(fx, old, home, None)
                 del st.holds[old]
-        self._set(fx, self.gw, home, Forward(new))
         self.log("rerouted", {"mh": name, "gateway_to": new, "holds": sorted(st.holds)})
-        old_cell = st.left_cell
-        st.phase, st.anchor = Phase.ATTACHED, new
-        st.late += st.after_drain
-        st.gw_marker, st.path_markers, st.drain_marker = None, {}, None
-        st.handoffs += 1
         if st.probe is not None:
             fx += self._probe_down(st, now, "handoff", notify=st.probe.bs != new)
-        if not recovered:
-            fx += self._notify(st, Event.HANDOFF, home, old_cell, self._cell(new), mh_at=(new, st.port))
         buf = self.pool[name].stats
         self.log("handoff_complete", {
             "mh": name, "bs": new, "forced": forced, "recovered": recovered,
             "duration_ms": round((now - (st.started if st.started is not None else now)) * 1000, 3),
             "released": buf.released, "dropped_overflow": buf.dropped_overflow,
             "dropped_global": buf.dropped_global, "late": st.late})
-        if not recovered and st.started is not None:
-            fx.append(Completed(name, st.started))
         st.started = st.flush_deadline = None
         return fx
 
@@ -523,7 +535,7 @@ class Mobility:
             return []
         st = self.mhs[name]
         if st.drain_marker is not None and st.drain_marker[0] == nonce:
-            st.drain_marker, st.drained = None, True
+            st.drain_marker = None
             self.log("marker_returned", {"mh": name, "kind": "drain", "via": switch})
         elif st.gw_marker is not None and st.gw_marker[0] == nonce:
             st.gw_marker = None
@@ -549,7 +561,7 @@ class Mobility:
             self.log("marker_timeout", {"mh": name, "kind": "gateway"})
         if st.drain_marker is not None and st.drain_marker[1] <= now:
             self._marker_owner.pop(st.drain_marker[0], None)
-            st.drain_marker, st.drained = None, True
+            st.drain_marker = None
             self.log("marker_timeout", {"mh": name, "kind": "drain"})
         for nonce, (deadline, bs) in list(st.path_markers.items()):
             if deadline <= now:
@@ -562,7 +574,8 @@ class Mobility:
         if st.phase is Phase.HANDING_OFF and st.flush_deadline is not None and st.flush_deadline <= now:
             for nonce in [m[0] for m in (st.gw_marker, st.drain_marker) if m] + list(st.path_markers):
                 self._marker_owner.pop(nonce, None)
-            st.gw_marker, st.path_markers, st.drain_marker, st.drained = None, {}, None, True
+            st.gw_marker, st.path_markers, st.drain_marker = None, {}, None
+            st.drain_rounds = MAX_DRAIN_ROUNDS
             self.pool.promote_returned(name)
             self.pool.promote_pending(name)
             fx += self._drain(st) + self._complete(st, now, forced=True)

@@ -65,6 +65,7 @@ def test_request_reply_round_trip(server):
     (b'{"cmd": "handoff", "mh": "mh1"}', "needs a string field 'to'"),
     (b'{"cmd": "detach", "mh": 7}', "needs a string field 'mh'"),
     (b'{"cmd": "handoff", "mh": "a", "to": "b", "port": "x"}', "'port' must be an integer"),
+    (b'{"cmd": "status", "counters": "no"}', "'counters' must be true or false"),
 ])
 def test_bad_requests_are_answered_with_the_reason(server, line, message):
     assert isinstance(parse_request(line), str)
