@@ -67,6 +67,12 @@ control V1Ingress(inout headers_t hdr, inout local_meta_t meta,
         meta.aqm_on = false;
     }
 
+    /* dummies to the lowest queue (data is already QUEUE_PRIORITY_DATA) */
+    action forward() {
+        sm.egress_spec = meta.egress_port;
+        sm.priority = meta.cls == AQM_CLASS_DUMMY ? QUEUE_PRIORITY_DUMMY : QUEUE_PRIORITY_DATA;
+    }
+
     apply {
         bit<8> kind = 0;
         bit<32> reason_base = (bit<32>)sm.ingress_port * REASON_STRIDE;
@@ -83,51 +89,47 @@ control V1Ingress(inout headers_t hdr, inout local_meta_t meta,
             sm.priority = QUEUE_PRIORITY_DUMMY;
             meta.aqm_on = true;
             meta.cls = AQM_CLASS_DUMMY;
-            return;
-        }
-
-        if (sm.parser_error == error.PacketTooShort) {
-            kind = MALFORMED_TRUNCATED;
-        } else if (sm.parser_error == error.Ipv4BadVersion) {
-            kind = MALFORMED_IPV4_VERSION;
-        } else if (sm.parser_error == error.Ipv4BadIhl) {
-            kind = MALFORMED_IPV4_IHL;
-        } else if (sm.parser_error == error.TcpBadDataOffset) {
-            kind = MALFORMED_TCP_OFFSET;
-        } else if (sm.parser_error != error.NoError) {
-            kind = MALFORMED_OTHER;
-        } else if (sm.checksum_error == 1) {
-            kind = MALFORMED_CHECKSUM;
         } else {
-            bs_ingress.apply(hdr, meta);
-            kind = meta.malformed_kind;
-        }
-
-        if (kind != 0) {
-            malformed.count(reason_base + (bit<32>)kind);
-            mark_to_drop(sm);
-        } else {
-            if (meta.sanitised) {
-                sanitised.count((bit<32>)sm.ingress_port);
-            }
-            if (meta.drop) {
-                fwd_dropped.count(reason_base + (bit<32>)meta.drop_reason);
-                mark_to_drop(sm);
-            } else if (meta.punt_reason != 0 && meta.punt_reason != PUNT_REASON_TELEMETRY) {
-                to_cpu(reason_base);
+            if (sm.parser_error != error.NoError || sm.checksum_error == 1) {
+                kind = MALFORMED_OTHER;
+                if (sm.parser_error == error.PacketTooShort) {
+                    kind = MALFORMED_TRUNCATED;
+                } else if (sm.parser_error == error.Ipv4BadVersion) {
+                    kind = MALFORMED_IPV4_VERSION;
+                } else if (sm.parser_error == error.Ipv4BadIhl) {
+                    kind = MALFORMED_IPV4_IHL;
+                } else if (sm.parser_error == error.TcpBadDataOffset) {
+                    kind = MALFORMED_TCP_OFFSET;
+                } else if (sm.parser_error == error.NoError) {
+                    kind = MALFORMED_CHECKSUM;
+                }
             } else {
-                if (meta.punt_reason == 0) {
-                    sm.egress_spec = meta.egress_port;
-                    if (meta.cls == AQM_CLASS_DUMMY) {
-                        sm.priority = QUEUE_PRIORITY_DUMMY;
-                    }
+                bs_ingress.apply(hdr, meta);
+                kind = meta.malformed_kind;
+            }
+            if (kind != 0) {
+                malformed.count(reason_base + (bit<32>)kind);
+                mark_to_drop(sm);
+            } else {
+                if (meta.sanitised) {
+                    sanitised.count((bit<32>)sm.ingress_port);
                 }
-                if (meta.punt_reason == PUNT_REASON_TELEMETRY || meta.aqm_on) {
-                    /* admission (may drop), or the probe's register reads */
-                    aqm_ingress.apply(hdr, meta, sm);
-                }
-                if (meta.punt_reason == PUNT_REASON_TELEMETRY) {
+                if (meta.drop) {
+                    fwd_dropped.count(reason_base + (bit<32>)meta.drop_reason);
+                    mark_to_drop(sm);
+                } else if (meta.punt_reason != 0 && meta.punt_reason != PUNT_REASON_TELEMETRY) {
                     to_cpu(reason_base);
+                } else {
+                    if (meta.punt_reason == 0) {
+                        forward();
+                    }
+                    if (meta.punt_reason == PUNT_REASON_TELEMETRY || meta.aqm_on) {
+                        /* admission (may drop), or the probe's register reads */
+                        aqm_ingress.apply(hdr, meta, sm);
+                    }
+                    if (meta.punt_reason == PUNT_REASON_TELEMETRY) {
+                        to_cpu(reason_base);
+                    }
                 }
             }
         }

@@ -109,89 +109,88 @@ control AqmDecide(inout local_meta_t meta) {
         size = 65536;
     }
 
+    /* avg <- avg + (q - avg) * 2^-wq_shift, q in Q16.16; the variable shift
+     * is five constant shifts selected by the bits of wq_shift. */
+    action ewma(bit<32> q) {
+        bit<32> q_fp = q > 0xFFFF ? 32w0xFFFF0000 : q << 16;
+        bool up = q_fp >= meta.avg_old;
+        bit<32> d = up ? q_fp - meta.avg_old : meta.avg_old - q_fp;
+        d = meta.wq_shift[4:4] == 1 ? d >> 16 : d;
+        d = meta.wq_shift[3:3] == 1 ? d >> 8 : d;
+        d = meta.wq_shift[2:2] == 1 ? d >> 4 : d;
+        d = meta.wq_shift[1:1] == 1 ? d >> 2 : d;
+        d = meta.wq_shift[0:0] == 1 ? d >> 1 : d;
+        meta.avg_new = up ? meta.avg_old + d : meta.avg_old - d;
+    }
+
+    /* avg <- avg * decay / 4096 by shift-and-add over the bits of decay */
+    action decay_avg() {
+        bit<32> a = meta.avg_old;
+        meta.avg_new = (meta.decay[12:12] == 1 ? a : 0)
+                     + (meta.decay[11:11] == 1 ? a >> 1 : 0)
+                     + (meta.decay[10:10] == 1 ? a >> 2 : 0)
+                     + (meta.decay[9:9] == 1 ? a >> 3 : 0)
+                     + (meta.decay[8:8] == 1 ? a >> 4 : 0)
+                     + (meta.decay[7:7] == 1 ? a >> 5 : 0)
+                     + (meta.decay[6:6] == 1 ? a >> 6 : 0)
+                     + (meta.decay[5:5] == 1 ? a >> 7 : 0)
+                     + (meta.decay[4:4] == 1 ? a >> 8 : 0)
+                     + (meta.decay[3:3] == 1 ? a >> 9 : 0)
+                     + (meta.decay[2:2] == 1 ? a >> 10 : 0)
+                     + (meta.decay[1:1] == 1 ? a >> 11 : 0)
+                     + (meta.decay[0:0] == 1 ? a >> 12 : 0);
+    }
+
     apply {
+        bit<32> occ_data = meta.occ_np + meta.occ_prio;
         meta.verdict = VERDICT_ADMIT;
-        meta.update_avg = false;
-        meta.update_cnt = false;
         meta.avg_new = meta.avg_old;
         meta.cnt_new = meta.cnt_old;
-        bit<32> occ_data = meta.occ_np + meta.occ_prio;
-
-        /* DSBP: dummies never touch the average; above the threshold they are
-         * dropped, and the threshold is at most the data limit, so a dummy is
-         * always dropped before any data packet is. */
+        meta.pb_level = PB_LEVEL_NONE;
+        meta.decay = DECAY_ONE;
         if (meta.cls == AQM_CLASS_DUMMY) {
+            /* DSBP: dummies never touch the average; above the threshold
+             * they are dropped, and the threshold is at most the data limit,
+             * so a dummy is always dropped before any data packet is. */
             if (occ_data + meta.occ_dummy >= meta.dummy_th) {
                 meta.verdict = VERDICT_DUMMY_DROP;
             }
-            return;
-        }
-
-        /* The average: RED and drop-tail average all data on every data
-         * arrival; M-RED averages non-priority data on non-priority arrivals. */
-        if (meta.aqm_mode != AQM_MODE_MRED || meta.cls == AQM_CLASS_NP) {
+        } else {
+            /* The average: RED and drop-tail average all data on every data
+             * arrival; M-RED averages non-priority data on non-priority
+             * arrivals only. An arrival to an empty queue decays it instead:
+             * avg <- (1 - w_q)^m * avg. */
             bit<32> q = meta.aqm_mode == AQM_MODE_MRED ? meta.occ_np : occ_data;
-            if (q == 0) {
-                /* arrival to an empty queue: avg <- (1 - w_q)^m * avg */
-                meta.decay = DECAY_ONE;
-                aqm_idle.apply();
-                bit<32> a = meta.avg_old;
-                bit<32> s = 0;
-                if (meta.decay[12:12] == 1) { s = a; }
-                if (meta.decay[11:11] == 1) { s = s + (a >> 1); }
-                if (meta.decay[10:10] == 1) { s = s + (a >> 2); }
-                if (meta.decay[9:9] == 1) { s = s + (a >> 3); }
-                if (meta.decay[8:8] == 1) { s = s + (a >> 4); }
-                if (meta.decay[7:7] == 1) { s = s + (a >> 5); }
-                if (meta.decay[6:6] == 1) { s = s + (a >> 6); }
-                if (meta.decay[5:5] == 1) { s = s + (a >> 7); }
-                if (meta.decay[4:4] == 1) { s = s + (a >> 8); }
-                if (meta.decay[3:3] == 1) { s = s + (a >> 9); }
-                if (meta.decay[2:2] == 1) { s = s + (a >> 10); }
-                if (meta.decay[1:1] == 1) { s = s + (a >> 11); }
-                if (meta.decay[0:0] == 1) { s = s + (a >> 12); }
-                meta.avg_new = s;
-            } else {
-                /* avg <- avg + (q - avg) * 2^-wq_shift, q in Q16.16 */
-                bit<32> q_fp = q > 0xFFFF ? 32w0xFFFF0000 : q << 16;
-                bool up = q_fp >= meta.avg_old;
-                bit<32> d = up ? q_fp - meta.avg_old : meta.avg_old - q_fp;
-                if (meta.wq_shift[4:4] == 1) { d = d >> 16; }
-                if (meta.wq_shift[3:3] == 1) { d = d >> 8; }
-                if (meta.wq_shift[2:2] == 1) { d = d >> 4; }
-                if (meta.wq_shift[1:1] == 1) { d = d >> 2; }
-                if (meta.wq_shift[0:0] == 1) { d = d >> 1; }
-                meta.avg_new = up ? meta.avg_old + d : meta.avg_old - d;
-            }
-            meta.update_avg = true;
-        }
-
-        /* Early and forced drops: all data under RED, non-priority data only
-         * under M-RED (priority packets are lost only on overflow). The count
-         * register holds count + 1, so its old value is the count after this
-         * arrival's increment. */
-        if (meta.aqm_mode == AQM_MODE_RED || (meta.aqm_mode == AQM_MODE_MRED && meta.cls == AQM_CLASS_NP)) {
-            meta.update_cnt = true;
-            if (meta.avg_new < meta.min_th) {
-                meta.cnt_new = 0;
-            } else if (meta.avg_new >= meta.max_th) {
-                meta.verdict = VERDICT_RED_DROP;
-                meta.cnt_new = 1;
-            } else {
-                meta.cnt_new = meta.cnt_old == COUNT_MAX ? COUNT_MAX : meta.cnt_old + 1;
-                meta.pb_level = PB_LEVEL_NONE;
-                red_pb.apply();
-                red_pa.apply();
-                if (meta.rnd < meta.pa_thr) {
-                    meta.verdict = VERDICT_RED_DROP;
-                    meta.cnt_new = 1;
+            if (meta.aqm_mode != AQM_MODE_MRED || meta.cls == AQM_CLASS_NP) {
+                if (q == 0) {
+                    aqm_idle.apply();
+                    decay_avg();
+                } else {
+                    ewma(q);
                 }
             }
-        }
-
-        /* the physical limit, kept below the target's own queue depth */
-        if (meta.verdict == VERDICT_ADMIT && occ_data >= meta.qlimit) {
-            meta.verdict = VERDICT_OVERFLOW_DROP;
+            /* Early and forced drops: all data under RED, non-priority data
+             * only under M-RED (priority packets are lost only on overflow).
+             * The count register holds count + 1, so its old value is the
+             * count after this arrival's increment. */
+            if (meta.aqm_mode == AQM_MODE_RED || (meta.aqm_mode == AQM_MODE_MRED && meta.cls == AQM_CLASS_NP)) {
+                if (meta.avg_new < meta.min_th) {
+                    meta.cnt_new = 0;
+                } else if (meta.avg_new >= meta.max_th) {
+                    meta.verdict = VERDICT_RED_DROP;
+                    meta.cnt_new = 1;
+                } else {
+                    red_pb.apply();
+                    red_pa.apply();
+                    meta.verdict = meta.rnd < meta.pa_thr ? VERDICT_RED_DROP : VERDICT_ADMIT;
+                    meta.cnt_new = meta.rnd < meta.pa_thr ? 16w1
+                                 : (meta.cnt_old == COUNT_MAX ? COUNT_MAX : meta.cnt_old + 1);
+                }
+            }
+            /* the physical limit, kept below the target's own queue depth */
+            if (meta.verdict == VERDICT_ADMIT && occ_data >= meta.qlimit) {
+                meta.verdict = VERDICT_OVERFLOW_DROP;
+            }
         }
     }
 }

@@ -73,12 +73,12 @@ control Arp(inout headers_t hdr, inout local_meta_t meta) {
     }
 
     apply {
+        meta.punt_reason = PUNT_REASON_ARP;
         if (hdr.arp_ipv4.isValid() && hdr.arp.oper == 1) {
             if (arp_gateway.apply().hit) {
-                return;
+                meta.punt_reason = 0;
             }
         }
-        meta.punt_reason = PUNT_REASON_ARP;
     }
 }
 
@@ -149,57 +149,8 @@ control Ipv4Forwarding(inout headers_t hdr, inout local_meta_t meta) {
         size = 4096;
     }
 
-    /* The effective IPv4 header is `ipv4` while it is valid, else `inner`
-     * (after decapsulation). Every access below is guarded by validity. */
-    apply {
-        bit<8> ttl = 0;
-        bit<6> dscp = 0;
-        bit<2> ecn = 0;
-        bit<16> total_len = 0;
-        if (hdr.inner.isValid()) {
-            tunnel_term.apply();
-        }
-        if (hdr.ipv4.isValid()) {
-            meta.l3_dst = hdr.ipv4.dst;
-        } else if (hdr.inner.isValid()) {
-            meta.l3_dst = hdr.inner.dst;
-        }
-        ipv4_fwd.apply();
-        if (!routed) {
-            return;
-        }
-        if (hdr.ipv4.isValid()) {
-            ttl = hdr.ipv4.ttl;
-        } else if (hdr.inner.isValid()) {
-            ttl = hdr.inner.ttl;
-        }
-        if (ttl <= 1) {
-            meta.drop = true;
-            meta.drop_reason = FWD_DROP_TTL;
-            return;
-        }
-        if (hdr.ipv4.isValid()) {
-            hdr.ipv4.ttl = ttl - 1;
-        } else if (hdr.inner.isValid()) {
-            hdr.inner.ttl = ttl - 1;
-        }
-        if (!is_tunnel) {
-            return;
-        }
-        if (hdr.ipv4.isValid() && hdr.inner.isValid()) {
-            /* a transit tunnel re-encapsulated: its old outer header goes */
-            hdr.ipv4.setInvalid();
-            hdr.ipv4_opts.setInvalid();
-        }
-        if (hdr.ipv4.isValid()) {
-            dscp = hdr.ipv4.dscp;
-            ecn = hdr.ipv4.ecn;
-            total_len = hdr.ipv4.total_len;
-        } else if (hdr.inner.isValid()) {
-            dscp = hdr.inner.dscp;
-            ecn = hdr.inner.ecn;
-            total_len = hdr.inner.total_len;
-        }
+    /* the outer header of a tunnel this switch starts */
+    action push_tunnel_header(bit<6> dscp, bit<2> ecn, bit<16> total_len) {
         if (meta.tunnel_mark == 1) {
             meta.ipf_priority = true;
         }
@@ -219,6 +170,53 @@ control Ipv4Forwarding(inout headers_t hdr, inout local_meta_t meta) {
         hdr.encap.hdr_checksum = 0;
         hdr.encap.src = tun_src;
         hdr.encap.dst = tun_dst;
+    }
+
+    /* The effective IPv4 header is `ipv4` while it is valid, else `inner`
+     * (after decapsulation). Every access below is guarded by validity. */
+    apply {
+        bit<8> ttl = 0;
+        bit<6> dscp = 0;
+        bit<2> ecn = 0;
+        bit<16> total_len = 0;
+        if (hdr.inner.isValid()) {
+            tunnel_term.apply();
+        }
+        if (hdr.ipv4.isValid()) {
+            meta.l3_dst = hdr.ipv4.dst;
+            ttl = hdr.ipv4.ttl;
+        } else if (hdr.inner.isValid()) {
+            meta.l3_dst = hdr.inner.dst;
+            ttl = hdr.inner.ttl;
+        }
+        ipv4_fwd.apply();
+        if (routed && ttl <= 1) {
+            meta.drop = true;
+            meta.drop_reason = FWD_DROP_TTL;
+        } else if (routed) {
+            if (hdr.ipv4.isValid()) {
+                hdr.ipv4.ttl = ttl - 1;
+            } else if (hdr.inner.isValid()) {
+                hdr.inner.ttl = ttl - 1;
+            }
+            if (is_tunnel) {
+                if (hdr.ipv4.isValid() && hdr.inner.isValid()) {
+                    /* a transit tunnel re-encapsulated: its old outer header goes */
+                    hdr.ipv4.setInvalid();
+                    hdr.ipv4_opts.setInvalid();
+                }
+                if (hdr.ipv4.isValid()) {
+                    dscp = hdr.ipv4.dscp;
+                    ecn = hdr.ipv4.ecn;
+                    total_len = hdr.ipv4.total_len;
+                } else if (hdr.inner.isValid()) {
+                    dscp = hdr.inner.dscp;
+                    ecn = hdr.inner.ecn;
+                    total_len = hdr.inner.total_len;
+                }
+                push_tunnel_header(dscp, ecn, total_len);
+            }
+        }
     }
 }
 

@@ -178,8 +178,6 @@ struct local_meta_t {
     bit<13>  decay;            /* idle decay factor, Q0.12 */
     bit<32>  avg_new;
     bit<16>  cnt_new;
-    bool     update_avg;
-    bool     update_cnt;
     bit<2>   verdict;          /* VERDICT_* */
 
     /* kept across recirculation of a held dummy (field list 1) */

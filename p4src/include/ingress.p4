@@ -39,38 +39,34 @@ control BsIngress(inout headers_t hdr, inout local_meta_t meta) {
         meta.aqm_mode = AQM_MODE_DROPTAIL;
         meta.cls = AQM_CLASS_NP;
 
-        validate.apply(hdr, meta);
-        if (meta.malformed_kind != 0) {
-            return;
-        }
-        ipf_config.apply(meta);
-
         bool from_cpu = hdr.packet_out.isValid();
-        if (from_cpu && hdr.packet_out.telemetry == 1) {
-            /* a probe: nothing is forwarded, the glue answers with the state
-             * of the port it names */
-            meta.egress_port = hdr.packet_out.egress_port;
-            meta.punt_reason = PUNT_REASON_TELEMETRY;
-            hdr.packet_out.setInvalid();
-        } else {
-            bool use_table = true;
+        bool use_table = false;
+        validate.apply(hdr, meta);
+        if (meta.malformed_kind == 0) {
+            ipf_config.apply(meta);
             if (from_cpu) {
                 meta.ipf_priority = hdr.packet_out.mark_priority == 1;
                 meta.egress_port = hdr.packet_out.egress_port;
-                use_table = hdr.packet_out.lookup == 1;
-                hdr.packet_out.setInvalid();
-                if (!use_table && meta.ipf_priority && hdr.ipv4.isValid()) {
+                if (hdr.packet_out.telemetry == 1) {
+                    /* a probe: nothing is forwarded, the glue answers with the
+                     * state of the port it names */
+                    meta.punt_reason = PUNT_REASON_TELEMETRY;
+                } else if (hdr.packet_out.lookup == 1) {
+                    use_table = true;
+                } else if (meta.ipf_priority && hdr.ipv4.isValid()) {
                     /* a frame the controller built (a tunnel packet for a
                      * flush): the mark goes on its outermost IPv4 header */
                     hdr.ipv4.dscp = meta.ipf_dscp;
                 }
+                hdr.packet_out.setInvalid();
             } else {
                 port_role.apply(meta);
                 sanitise.apply(hdr, meta);
                 if (meta.port_role == PORT_ROLE_ACCESS && hdr.udp.isValid() && !hdr.inner.isValid()
                         && hdr.udp.dst_port == UDP_PORT_MIP_REGISTRATION) {
                     meta.punt_reason = PUNT_REASON_REGISTRATION;
-                    return;
+                } else {
+                    use_table = true;
                 }
             }
             if (use_table) {
@@ -89,12 +85,13 @@ control BsIngress(inout headers_t hdr, inout local_meta_t meta) {
                     meta.drop_reason = FWD_DROP_PACKET_OUT;
                 }
             }
-            if (meta.drop || meta.punt_reason != 0) {
-                return;
+            if (!meta.drop && meta.punt_reason == 0) {
+                dsbp_classify.apply(hdr, meta);
             }
-            dsbp_classify.apply(hdr, meta);
+            if (!meta.drop && (meta.punt_reason == 0 || meta.punt_reason == PUNT_REASON_TELEMETRY)) {
+                aqm_config.apply(meta);
+            }
         }
-        aqm_config.apply(meta);
     }
 }
 

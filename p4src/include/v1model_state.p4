@@ -53,43 +53,58 @@ counter(PORT_REASON_SLOTS, CounterType.packets_and_bytes) punted;
 control V1AqmIngress(inout headers_t hdr, inout local_meta_t meta, inout standard_metadata_t sm) {
     AqmDecide() aqm_decide;
 
-    action read_occupancy(bit<32> base) {
+    /* One action (one lock scope) reads the whole state the decision needs:
+     * a consistent snapshot of the three class occupancies, avg, count, how
+     * long the averaged queue has been empty (RED and drop-tail average
+     * np + prio, M-RED np only), and the random number. */
+    action read_state(bit<32> port, bit<32> base) {
         @atomic {
             occupancy.read(meta.occ_np, base + (bit<32>)AQM_CLASS_NP);
             occupancy.read(meta.occ_prio, base + (bit<32>)AQM_CLASS_PRIO);
             occupancy.read(meta.occ_dummy, base + (bit<32>)AQM_CLASS_DUMMY);
         }
-    }
-
-    /* avg, count, and how long the averaged queue has been empty (RED and
-     * drop-tail average np + prio, M-RED np only) */
-    action read_red_state(bit<32> port, bit<32> base) {
         avg_occupancy.read(meta.avg_old, port);
         red_count.read(meta.cnt_old, port);
         bit<48> es_np;
         bit<48> es_prio;
         empty_since.read(es_np, base + (bit<32>)AQM_CLASS_NP);
         empty_since.read(es_prio, base + (bit<32>)AQM_CLASS_PRIO);
-        bit<48> es = (meta.aqm_mode == AQM_MODE_MRED || es_np > es_prio) ? es_np : es_prio;
-        bit<48> idle = meta.now_us - es;
+        bit<48> idle = meta.now_us - ((meta.aqm_mode == AQM_MODE_MRED || es_np > es_prio) ? es_np : es_prio);
         meta.idle_us = idle > 48w0xFFFFFFFF ? 32w0xFFFFFFFF : idle[31:0];
         random(meta.rnd, 32w0, (32w1 << 24) - 1);
     }
 
-    action write_avg(bit<32> port) {
+    /* avg and count are written back unconditionally: AqmDecide leaves them
+     * unchanged when it does not update them, and only this (single) ingress
+     * thread writes them. The occupancy increment is an @atomic RMW. */
+    action admit(bit<32> port, bit<32> idx) {
         avg_occupancy.write(port, meta.avg_new);
-    }
-
-    action write_count(bit<32> port) {
         red_count.write(port, meta.cnt_new);
-    }
-
-    action enqueue(bit<32> idx) {
         @atomic {
             bit<32> occ;
             occupancy.read(occ, idx);
             occupancy.write(idx, occ + 1);
         }
+        aqm_enqueued.count(idx);
+    }
+
+    action drop_red(bit<32> port, bit<32> idx) {
+        avg_occupancy.write(port, meta.avg_new);
+        red_count.write(port, meta.cnt_new);
+        aqm_red_dropped.count(idx);
+        mark_to_drop(sm);
+    }
+
+    action drop_overflow(bit<32> port, bit<32> idx) {
+        avg_occupancy.write(port, meta.avg_new);
+        red_count.write(port, meta.cnt_new);
+        aqm_overflow_dropped.count(idx);
+        mark_to_drop(sm);
+    }
+
+    action drop_dummy(bit<32> idx) {
+        aqm_dummy_dropped.count(idx);
+        mark_to_drop(sm);
     }
 
     action fill_telemetry(bit<32> port, bit<32> base) {
@@ -114,33 +129,22 @@ control V1AqmIngress(inout headers_t hdr, inout local_meta_t meta, inout standar
         bit<32> idx = base + (bit<32>)meta.cls;
         if (meta.punt_reason == PUNT_REASON_TELEMETRY) {
             fill_telemetry(port, base);
-            return;
-        }
-        read_occupancy(base);
-        read_red_state(port, base);
-        aqm_decide.apply(meta);
-        if (meta.update_avg) {
-            write_avg(port);
-        }
-        if (meta.update_cnt) {
-            write_count(port);
-        }
-        if (meta.verdict == VERDICT_ADMIT) {
-            enqueue(idx);
-            aqm_enqueued.count(idx);
-            if (meta.cls == AQM_CLASS_PRIO) {
-                priority_admitted.count(port);
-            }
-            return;
-        }
-        if (meta.verdict == VERDICT_RED_DROP) {
-            aqm_red_dropped.count(idx);
-        } else if (meta.verdict == VERDICT_OVERFLOW_DROP) {
-            aqm_overflow_dropped.count(idx);
         } else {
-            aqm_dummy_dropped.count(idx);
+            read_state(port, base);
+            aqm_decide.apply(meta);
+            if (meta.verdict == VERDICT_ADMIT) {
+                admit(port, idx);
+                if (meta.cls == AQM_CLASS_PRIO) {
+                    priority_admitted.count(port);
+                }
+            } else if (meta.verdict == VERDICT_RED_DROP) {
+                drop_red(port, idx);
+            } else if (meta.verdict == VERDICT_OVERFLOW_DROP) {
+                drop_overflow(port, idx);
+            } else {
+                drop_dummy(idx);
+            }
         }
-        mark_to_drop(sm);
     }
 }
 
@@ -167,6 +171,18 @@ control V1AqmEgress(inout headers_t hdr, inout local_meta_t meta, inout standard
             empty_since.read(es, idx);
             empty_since.write(idx, occ == 0 ? sm.egress_global_timestamp : es);
         }
+        aqm_dequeued.count(idx);
+    }
+
+    action hold_dummy() {
+        meta.recirc_passes = meta.recirc_passes + 1;
+        meta.recirc_port = sm.egress_port;
+        recirculate_preserving_field_list(1);
+    }
+
+    action drop_held_dummy(bit<32> idx) {
+        aqm_dummy_dropped.count(idx);
+        mark_to_drop(sm);
     }
 
     apply {
@@ -174,22 +190,16 @@ control V1AqmEgress(inout headers_t hdr, inout local_meta_t meta, inout standard
         bit<32> idx = base + (bit<32>)meta.cls;
         if (meta.cls == AQM_CLASS_DUMMY) {
             read_data_occupancy(base);
-            if (meta.occ_np + meta.occ_prio != 0) {
-                if (meta.recirc_passes < DUMMY_MAX_RECIRC) {
-                    meta.recirc_passes = meta.recirc_passes + 1;
-                    meta.recirc_port = sm.egress_port;
-                    recirculate_preserving_field_list(1);
-                    return;
-                }
-                dequeue(idx);
-                aqm_dequeued.count(idx);
-                aqm_dummy_dropped.count(idx);
-                mark_to_drop(sm);
-                return;
+        }
+        if (meta.cls == AQM_CLASS_DUMMY && meta.occ_np + meta.occ_prio != 0
+                && meta.recirc_passes < DUMMY_MAX_RECIRC) {
+            hold_dummy();
+        } else {
+            dequeue(idx);
+            if (meta.cls == AQM_CLASS_DUMMY && meta.occ_np + meta.occ_prio != 0) {
+                drop_held_dummy(idx);
             }
         }
-        dequeue(idx);
-        aqm_dequeued.count(idx);
     }
 }
 
