@@ -15,6 +15,8 @@ over rounds. Output, one `name: value` per line:
     pipeline_pps: N
     minimal_pps: N
     pipeline_pps_ratio: R          (goal >= 0.8)
+    minimal_cpu_us_per_packet: C   (switch CPU time per forwarded packet, all threads)
+    pipeline_cpu_us_per_packet: C
     bmv2_build: how BMv2 was configured (from /opt/p4build/INSTALLED.md)
 
 Needs root (namespaces), simple_switch_grpc, p4c-bm2-ss and `make build`.
@@ -80,6 +82,15 @@ def rx_packets(ifname: str) -> int:
     raise RuntimeError(f"no interface {ifname} in /proc/net/dev")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of every thread of a process so far."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15 of stat)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def bench_frame() -> bytes:
     """CH -> MH, 106 bytes: the pipeline's routed access-port path."""
     from scapy.all import IP, UDP, Ether, Raw
@@ -110,8 +121,9 @@ def program_switch(grpc_addr: str, program: str, minimal: tuple[Path, Path]) -> 
 
 
 def measure(program: str, minimal: tuple[Path, Path], offered: float, warmup: float, window: float,
-            log_dir: Path) -> tuple[float, float]:
-    """(forwarded pps, offered pps) of one program; runs inside the bench namespace."""
+            log_dir: Path) -> tuple[float, float, float]:
+    """(forwarded pps, offered pps, switch CPU us per forwarded packet) of one program; runs inside the
+    bench namespace."""
     c = load_constants()
     switch = Bmv2Switch({1: "sw1", 2: "sw2"}, cpu_port=c["CPU_PORT"], priority_queues=2,
                         log_path=log_dir / f"switch-{program}.log")
@@ -123,14 +135,15 @@ def measure(program: str, minimal: tuple[Path, Path], offered: float, warmup: fl
                                   stdout=subprocess.PIPE, text=True)
         try:
             time.sleep(warmup)
-            start = rx_packets("h2")
+            start, cpu_start = rx_packets("h2"), cpu_seconds(switch.pid)
             time.sleep(window)
             forwarded = rx_packets("h2") - start
+            cpu = cpu_seconds(switch.pid) - cpu_start
             out, _ = sender.communicate(timeout=duration + 10)
         finally:
             if sender.poll() is None:
                 netns.stop_process(sender)
-    return forwarded / window, int(out.strip() or 0) / duration
+    return forwarded / window, int(out.strip() or 0) / duration, cpu / max(forwarded, 1) * 1e6
 
 
 def inside(args: argparse.Namespace) -> int:
@@ -138,15 +151,21 @@ def inside(args: argparse.Namespace) -> int:
     minimal = (Path(args.minimal_p4info), Path(args.minimal_json))
     log_dir = Path(args.log_dir)
     rates: dict[str, list[float]] = {p: [] for p in PROGRAMS}
+    costs: dict[str, list[float]] = {p: [] for p in PROGRAMS}
     for _ in range(args.rounds):
         for program in PROGRAMS:
-            pps, offered = measure(program, minimal, args.offered, args.warmup, args.window, log_dir)
+            pps, offered, cost = measure(program, minimal, args.offered, args.warmup, args.window, log_dir)
             rates[program].append(pps)
-            print(f"# {program}: {pps:.0f} pps forwarded, {offered:.0f} pps offered", flush=True)
+            costs[program].append(cost)
+            print(f"# {program}: {pps:.0f} pps forwarded, {offered:.0f} pps offered, "
+                  f"{cost:.1f} switch CPU us per packet", flush=True)
     pipeline, minimum = statistics.median(rates["pipeline"]), statistics.median(rates["minimal"])
     print(f"pipeline_pps: {pipeline:.0f}")
     print(f"minimal_pps: {minimum:.0f}")
     print(f"pipeline_pps_ratio: {pipeline / minimum:.3f}" if minimum else "pipeline_pps_ratio: nan")
+    # the same comparison as CPU cost, less sensitive to other load on the machine
+    for program in PROGRAMS:
+        print(f"{program}_cpu_us_per_packet: {statistics.median(costs[program]):.1f}")
     return 0
 
 
@@ -164,7 +183,7 @@ def bmv2_build() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--offered", type=float, default=150_000, help="offered load, packets/s")
     parser.add_argument("--warmup", type=float, default=1.0, help="seconds before counting")
     parser.add_argument("--window", type=float, default=3.0, help="seconds counted")
