@@ -169,10 +169,14 @@ def _parse_options(opts: bytes, seg: Segment) -> None:
         i += length
 
 
-def decode(packet: bytes) -> Segment:
+def decode(packet: bytes, verify_tcp_checksum: bool = True) -> Segment:
     """Parse and verify one IPv4 packet carrying TCP; raise MalformedSegment if it is not valid.
 
     Bytes after the IPv4 total length (link-layer padding) are ignored.
+    `verify_tcp_checksum=False` skips only the TCP checksum, for a packet the
+    kernel already vouched for (AF_PACKET `TP_STATUS_CSUM_VALID`, or
+    `TP_STATUS_CSUMNOTREADY`: built locally, checksum left to offload and never
+    filled in); the IPv4 header checksum and every length are still checked.
     """
     n = len(packet)
     if n < IP_HEADER_LEN:
@@ -203,8 +207,7 @@ def decode(packet: bytes) -> Segment:
         raise MalformedSegment(f"TCP data offset {doff} < 20")
     if doff > tcp_len:
         raise MalformedSegment(f"TCP data offset {doff} beyond segment length {tcp_len}")
-    s = (_sum16(_PSEUDO.pack(src, dst, 0, IP_PROTO_TCP, tcp_len)) + _sum16(tcp)) % 0xFFFF
-    if s != 0:
+    if verify_tcp_checksum and (_sum16(_PSEUDO.pack(src, dst, 0, IP_PROTO_TCP, tcp_len)) + _sum16(tcp)) % 0xFFFF:
         raise MalformedSegment("bad TCP checksum")
     seg = Segment(_ntoa(src), _ntoa(dst), sport, dport, seq, ack, flags, window, tcp[doff:],
                   dscp=tos >> 2, dummy=bool(byte12 & TCP_BYTE12_DUMMY_MASK))

@@ -164,3 +164,17 @@ def test_random_corruption_never_escapes_as_other_exception() -> None:
 def test_encode_rejects_bad_address() -> None:
     with pytest.raises(MalformedSegment):
         encode(_seg(dst="not-an-address"))
+
+
+def test_unverified_tcp_checksum_is_skipped_and_nothing_else() -> None:
+    seg = _seg(payload=b"offloaded", ts=(3, 4))
+    packet = bytearray(encode(seg))
+    packet[20 + 16:20 + 18] = b"\x00\x00"  # left to a NIC that never saw it
+    with pytest.raises(MalformedSegment, match="TCP checksum"):
+        decode(bytes(packet))
+    assert decode(bytes(packet), verify_tcp_checksum=False) == seg
+    bad_ip = packet[:10] + bytes([packet[10] ^ 0xFF]) + packet[11:]
+    with pytest.raises(MalformedSegment, match="IPv4 header checksum"):
+        decode(bytes(bad_ip), verify_tcp_checksum=False)
+    with pytest.raises(MalformedSegment, match="beyond"):
+        decode(bytes(packet[:32] + bytes([0xF0]) + packet[33:]), verify_tcp_checksum=False)

@@ -84,6 +84,18 @@ def test_transfer_completes_through_a_rate_limited_small_queue(peer, tmp_path):
         assert overlimits > 0  # the limiter really held packets back
 
 
+def test_linux_acks_left_to_checksum_offload_are_taken_on_the_kernels_word(payload):
+    """With offloads on, the Linux receiver's ACKs arrive with unfilled TCP checksums (CSUMNOTREADY);
+    the driver decodes them without verifying that checksum, or it would drop every ACK and stall."""
+    data, file = payload
+    with netns.Lab("xk") as lab:
+        path = make_path(lab)
+        path.link.set_offloads(True)
+        sink = LinuxSink(path)
+        report = sender(path, "--data", file)
+        assert sink.result() == data
+        assert report["bytes"] == str(SIZE) and report["malformed_dropped"] == "0"
+
 def test_timed_transfer_and_both_trace_formats(tmp_path):
     with netns.Lab("xt") as lab:
         path = make_path(lab)

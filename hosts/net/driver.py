@@ -29,14 +29,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from hosts.codec import MalformedSegment, decode, encode, internet_checksum
+from hosts.codec import MalformedSegment, decode, encode
 from hosts.net.guard import KernelTcpGuard
 from hosts.net.linkwatch import LinkWatch
 from hosts.net.rawio import PacketReceiver, PacketSender
 from hosts.segment import ACK, RST, SYN, Segment
 from hosts.tcp.connection import State, TcpConnection, rst_for
 from p4handoff.notify import Notification, NotificationError
-from p4handoff.wire import IP_PROTO_TCP
 
 log = logging.getLogger(__name__)
 BATCH = 256  # packets taken from the socket before the connection is polled
@@ -179,14 +178,11 @@ class NetDriver:
         stats = self.stats
         conn = self.conn
         for received in self.rx.receive(BATCH):
-            packet = received.packet
-            try:
-                seg = decode(packet)
+            try:  # a checksum the kernel vouches for may be unfilled (offload): don't recompute it
+                seg = decode(received.packet, verify_tcp_checksum=not received.checksum_trusted)
             except MalformedSegment as exc:
-                if not (received.checksum_trusted and exc.reason == "bad TCP checksum"):
-                    self._malformed(exc.reason)
-                    continue
-                seg = decode(_fill_tcp_checksum(packet))  # offloaded: the kernel vouches for it
+                self._malformed(exc.reason)
+                continue
             stats.segments_in += 1
             if conn is None or conn.state is State.LISTEN:
                 conn = self._accept(seg, now)
@@ -292,14 +288,3 @@ def _notification_socket(port: int) -> socket.socket:
                                  "(another host process here already does; give a different port, or 0)") from None
     sock.setblocking(False)
     return sock
-
-
-def _fill_tcp_checksum(packet: bytes) -> bytes:
-    """The packet with its TCP checksum computed (it was left to a NIC that never saw it)."""
-    ihl = (packet[0] & 0x0F) * 4
-    total = int.from_bytes(packet[2:4], "big")
-    tcp = bytearray(packet[ihl:total])
-    tcp[16:18] = b"\x00\x00"
-    pseudo = packet[12:20] + bytes((0, IP_PROTO_TCP)) + len(tcp).to_bytes(2, "big")
-    tcp[16:18] = internet_checksum(pseudo + tcp).to_bytes(2, "big")
-    return packet[:ihl] + bytes(tcp)
