@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from hosts.sim import measure
 from topo.rundata import RunData
 from topo.scenario import Quantity, Scenario
 
@@ -72,12 +73,7 @@ def ideal_bps(scn: Scenario, t0: float, t1: float) -> float:
     if spec.outages == "credited":
         # each interruption counts at the rate of the link that follows it
         intervals = [(intervals[k - 1][1] if k else s, e, r) for k, (s, e, r) in enumerate(intervals)]
-    total = 0.0
-    for start, end, rate in intervals:
-        overlap = min(end, t1) - max(start, t0)
-        if overlap > 0:
-            total += rate * overlap
-    return total / (t1 - t0)
+    return measure.ideal_bps(intervals, t0, t1)
 
 
 def _link_counter(data: RunData, link: str, t: float, key: str) -> float:
