@@ -31,8 +31,9 @@ from controller.control import ControlRequest, ControlServer
 from controller.intents import Completed, Effect, SetRoute
 from controller.mobility import Mobility, MobilityError
 from controller.network import PORT_ACCESS, Network
-from controller.p4runtime import P4RuntimeClient, P4RuntimeError, TableEntry, UpdateType
+from controller.p4runtime import P4RuntimeError, TableEntry, UpdateType
 from controller.packets import PacketError, parse_ipv4, parse_udp, split_ethernet
+from controller.port_counters import CounterJob, CounterReader, CountersRead
 from controller.programmer import Programmer
 from controller.registration import RegistrationError, RegistrationRequest
 from controller.session import Connected, Lost, PacketInEvent, SwitchSession, expected_cookie
@@ -49,7 +50,6 @@ CLASSES = {"np": _C["AQM_CLASS_NP"], "prio": _C["AQM_CLASS_PRIO"], "dummy": _C["
 _TELEMETRY = struct.Struct("!HBBIIIII")      # docs/wire-contract.md, "telemetry" (24 bytes)
 AQM_MODE_NAMES = {_C["AQM_MODE_DROPTAIL"]: "drop-tail", _C["AQM_MODE_RED"]: "red", _C["AQM_MODE_MRED"]: "mred",
                   255: "none"}
-PORT_COUNTERS = ("aqm_enqueued", "aqm_dequeued", "aqm_red_dropped", "aqm_overflow_dropped", "aqm_dummy_dropped")
 WRITE_CHUNK = 1000
 STATUS_TIMEOUT = 1.0
 
@@ -73,7 +73,9 @@ class _PendingStatus:
     request: ControlRequest
     deadline: float
     body: dict[str, Any]
-    waiting: set[tuple[str, int]] = field(default_factory=set)
+    round_id: int
+    waiting: set[tuple[str, int]] = field(default_factory=set)      # telemetry probes not back yet
+    reading: set[str] = field(default_factory=set)                  # switches whose counters are being read
 
 
 class Daemon:
@@ -94,6 +96,8 @@ class Daemon:
         self.counters = {"packet_in": 0, "packet_out": 0, "writes": 0, "write_errors": 0, "dropped_effects": 0,
                          "registrations": 0, "other_punts": 0}
         self._pending_status: _PendingStatus | None = None
+        self._status_rounds = 0
+        self.counter_reader: CounterReader | None = None
         self._stop = threading.Event()
         self.server: ControlServer | None = None
         self.cookie = 0
@@ -109,6 +113,7 @@ class Daemon:
         self.cookie = expected_cookie(c.p4info, c.device_config)
         self.server = ControlServer(self.socket_path, self.events.put)
         self.server.start()
+        self.counter_reader = CounterReader(self.events.put)
         self.log("controller_start", {"switches": [s.name for s in self.net.switches], "socket": self.socket_path,
                                       "mobile_hosts": len(self.net.mobile_hosts)})
         try:
@@ -117,6 +122,7 @@ class Daemon:
                 self._step()
         finally:
             self.server.stop()
+            self.counter_reader.stop()
             for s in self.sessions.values():
                 s.stop()
             self.log("controller_stop", {})
@@ -184,8 +190,8 @@ class Daemon:
             if isinstance(ev, ControlRequest):
                 ev.respond({"ok": False, "error": f"internal error: {exc!r}", "kind": "internal"})
         now = time.monotonic()
-        if self._pending_status is not None and (now >= self._pending_status.deadline
-                                                 or not self._pending_status.waiting):
+        pending = self._pending_status
+        if pending is not None and (now >= pending.deadline or not (pending.waiting or pending.reading)):
             self._finish_status()
 
     def _handle(self, ev: object) -> None:
@@ -199,6 +205,8 @@ class Daemon:
             self._on_lost(ev)
         elif isinstance(ev, ControlRequest):
             self._on_request(ev)
+        elif isinstance(ev, CountersRead):
+            self._on_counters(ev)
 
     # ------------------------------------------------------------------ switches
 
@@ -330,7 +338,9 @@ class Daemon:
         self.counters["packet_in"] += 1
         meta, payload = ev.packet.metadata, ev.packet.payload
         reason, port = meta.get("reason"), meta.get("ingress_port", 0)
-        now = ev.at
+        # timers count from handling, not arrival: an event that queued behind others must not find its
+        # marker deadlines already past (a stale `now` once timed the gateway's marker out at once)
+        now = time.monotonic()
         if reason == REASON_BUFFER:
             try:
                 _, _, packet = split_ethernet(payload)
@@ -340,13 +350,13 @@ class Daemon:
             self._apply(self.mobility.packet_in(ev.switch, packet, now))
         elif reason == REASON_REGISTRATION:
             self.counters["registrations"] += 1
-            self._on_registration(ev.switch, port, payload, now)
+            self._on_registration(ev.switch, port, payload, now, ev.at)
         elif reason == REASON_TELEMETRY:
             self._on_telemetry(ev.switch, payload)
         else:
             self.counters["other_punts"] += 1
 
-    def _on_registration(self, switch: str, port: int, frame: bytes, now: float) -> None:
+    def _on_registration(self, switch: str, port: int, frame: bytes, now: float, received: float) -> None:
         try:
             _, src_mac, packet = split_ethernet(frame)
             ip = parse_ipv4(packet)
@@ -362,7 +372,7 @@ class Daemon:
         except RegistrationError as exc:
             self._apply(self.mobility.malformed_registration(switch, port, src_mac, ip.src, sport, str(exc)))
             return
-        self._apply(self.mobility.registration(switch, port, src_mac, ip.src, sport, req, now))
+        self._apply(self.mobility.registration(switch, port, src_mac, ip.src, sport, req, now, received))
 
     # ------------------------------------------------------------------ operator requests
 
@@ -406,6 +416,8 @@ class Daemon:
         req.respond({"ok": True, "switch": name, "entries": [json.loads(r) for r in rows]})
 
     def _start_status(self, req: ControlRequest) -> None:
+        """Answer from the model at once; switch counters are read by the counter reader's thread and
+        telemetry probes answered by packet-ins, so the handoff events behind this request never wait."""
         if self._pending_status is not None:
             self._finish_status()            # one probe round at a time
         body: dict[str, Any] = {"ok": True, "switches": [], "mobile_hosts": self.mobility.status(),
@@ -413,7 +425,8 @@ class Daemon:
                                 "buffer_limit": self.net.buffer.total_packets,
                                 "counters": dict(self.counters, unknown_punts=self.mobility.unknown_punts),
                                 "ports": []}
-        pending = _PendingStatus(req, time.monotonic() + STATUS_TIMEOUT, body)
+        self._status_rounds += 1
+        pending = _PendingStatus(req, time.monotonic() + STATUS_TIMEOUT, body, self._status_rounds)
         for sw in self.net.switches:
             s = self.sessions[sw.name]
             body["switches"].append({"name": sw.name, "role": sw.role, "grpc": sw.grpc, "state": s.state,
@@ -423,10 +436,13 @@ class Daemon:
             if s.client is None or self.states[sw.name] is None or not req.args.get("counters", True):
                 continue
             access = [p.number for p in sw.ports if p.role == PORT_ACCESS]
-            counters = self._read_port_counters(sw.name, s.client, access)
-            body["switches"][-1]["sanitised"] = self._read_sanitised(sw.name, s.client)
+            body["switches"][-1]["sanitised"] = {}
+            assert self.counter_reader is not None
+            self.counter_reader.submit(CounterJob(pending.round_id, sw.name, s.client, access,
+                                                  [p.number for p in sw.ports], CLASSES, AQM_CLASS_STRIDE))
+            pending.reading.add(sw.name)
             for p in access:
-                body["ports"].append({"switch": sw.name, "port": p, "counters": counters.get(p, {})})
+                body["ports"].append({"switch": sw.name, "port": p, "counters": {}})
                 try:
                     s.client.packet_out(_PROBE_FRAME, egress_port=p, mark_priority=0, lookup=0, telemetry=1)
                     pending.waiting.add((sw.name, p))
@@ -434,31 +450,20 @@ class Daemon:
                     pass
         self._pending_status = pending
 
-    def _read_port_counters(self, name: str, client: P4RuntimeClient, ports: list[int]) -> dict[int, dict]:
-        """The AQM counters of these ports, cell by cell (reading whole 2048-cell arrays costs ~1 s
-        of this thread on BMv2, during which no handoff would progress)."""
-        out: dict[int, dict] = {p: {} for p in ports}
-        try:
-            for p in ports:
-                for counter in PORT_COUNTERS:
-                    out[p][counter] = {c: client.read_counter(counter, p * AQM_CLASS_STRIDE + i).packets
-                                       for c, i in CLASSES.items()}
-                out[p]["priority_admitted"] = client.read_counter("priority_admitted", p).packets
-        except P4RuntimeError as exc:
-            self.log("switch_error", {"switch": name, "during": "counter read", "error": str(exc).splitlines()[0]})
-        return out
-
-    def _read_sanitised(self, name: str, client: P4RuntimeClient) -> dict[int, int]:
-        """Packets whose priority mark was re-marked to 0, by ingress port (non-zero ports only)."""
-        out: dict[int, int] = {}
-        try:
-            for port in self.net.switch(name).ports:
-                count = client.read_counter("sanitised", port.number).packets
-                if count:
-                    out[port.number] = count
-        except P4RuntimeError as exc:
-            self.log("switch_error", {"switch": name, "during": "counter read", "error": str(exc).splitlines()[0]})
-        return out
+    def _on_counters(self, ev: CountersRead) -> None:
+        st = self._pending_status
+        if st is None or ev.round_id != st.round_id:
+            return                               # a round already answered (timeout or superseded)
+        st.reading.discard(ev.switch)
+        if ev.error is not None:
+            self.log("switch_error", {"switch": ev.switch, "during": "counter read", "error": ev.error})
+            return
+        for entry in st.body["ports"]:
+            if entry["switch"] == ev.switch and entry["port"] in ev.ports:
+                entry["counters"] = ev.ports[entry["port"]]
+        for sw in st.body["switches"]:
+            if sw["name"] == ev.switch:
+                sw["sanitised"] = ev.sanitised
 
     def _on_telemetry(self, switch: str, payload: bytes) -> None:
         st = self._pending_status
@@ -480,6 +485,7 @@ class Daemon:
         if st is None:
             return
         st.body["telemetry_missing"] = sorted(f"{s}:{p}" for s, p in st.waiting)
+        st.body["counters_missing"] = sorted(st.reading)
         st.request.respond(st.body)
 
 

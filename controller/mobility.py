@@ -152,8 +152,13 @@ class Mobility:
     # ------------------------------------------------------------------ inputs
 
     def registration(self, switch: str, port: int, src_mac: str, src_addr: str, src_port: int,
-                     req: RegistrationRequest, now: float) -> list[Effect]:
-        """A Registration Request punted by `switch` from access `port`."""
+                     req: RegistrationRequest, now: float, received: float | None = None) -> list[Effect]:
+        """A Registration Request punted by `switch` from access `port`.
+
+        `now` is when it is handled (timers count from it); `received`, when it reached the controller
+        (default `now`), is where a handoff it starts is timed from, so queueing in front of the
+        state machine shows in `handoff_start.queued_ms` and in the handoff's duration.
+        """
         fx: list[Effect] = []
         sw = self.net.switch(switch)
         where = {"switch": switch, "port": port, "home": req.home_address, "care_of": req.care_of}
@@ -194,7 +199,7 @@ class Mobility:
             self.log("mac_changed", {"mh": st.host.name, "old": st.mac, "new": src_mac})
         st.binding_expiry = None if req.lifetime == LIFETIME_INFINITE else now + req.lifetime
         self._timer(st, st.binding_expiry)
-        fx += self._attach(st, switch, port, src_mac, now, "registration")
+        fx += self._attach(st, switch, port, src_mac, now, "registration", received)
         return reply(ReplyCode.ACCEPTED, req.lifetime)
 
     def malformed_registration(self, switch: str, port: int, src_mac: str, src_addr: str, src_port: int,
@@ -345,7 +350,8 @@ class Mobility:
 
     # ------------------------------------------------------------------ transitions
 
-    def _attach(self, st: MhState, bs: str, port: int, mac: str, now: float, cause: str) -> list[Effect]:
+    def _attach(self, st: MhState, bs: str, port: int, mac: str, now: float, cause: str,
+                received: float | None = None) -> list[Effect]:
         fx: list[Effect] = []
         name = st.host.name
         if st.phase is Phase.UNKNOWN:
@@ -365,7 +371,7 @@ class Mobility:
         if st.phase in (Phase.ATTACHED, Phase.HANDING_OFF):
             # make-before-break, or the MH moved on before its handoff completed (ping-pong)
             fx += self._leave(st, now, cause, notify=False)
-        return fx + self._start_handoff(st, bs, port, mac, now, cause)
+        return fx + self._start_handoff(st, bs, port, mac, now, cause, received)
 
     def _leave(self, st: MhState, now: float, cause: str, notify: bool = True) -> list[Effect]:
         """The MH left `st.bs`: that BS diverts its packets to the buffer from now on."""
@@ -396,11 +402,13 @@ class Mobility:
             fx += self._notify(st, Event.DETACH, home, st.left_cell, 0, mh_at=(left, port))
         return fx
 
-    def _start_handoff(self, st: MhState, bs: str, port: int, mac: str, now: float, cause: str) -> list[Effect]:
+    def _start_handoff(self, st: MhState, bs: str, port: int, mac: str, now: float, cause: str,
+                       received: float | None = None) -> list[Effect]:
         fx: list[Effect] = []
         home = st.host.address
         st.phase, st.bs, st.port, st.mac = Phase.HANDING_OFF, bs, port, mac
-        st.started, st.flush_deadline = now, now + self.flush_s
+        st.started = now if received is None else min(received, now)
+        st.flush_deadline = now + self.flush_s
         st.drain_marker, st.drain_rounds, st.since_drain = None, 0, 0
         self._timer(st, st.flush_deadline)
         # one release path per handoff keeps the FIFO order; never tunnel into a BS that diverts
@@ -409,7 +417,8 @@ class Mobility:
         st.release_src = st.anchor if st.release_tunnel else bs
         self.log("handoff_start", {"mh": st.host.name, "from": st.anchor, "to": bs, "port": port, "cause": cause,
                                    "buffer": len(self.pool[st.host.name]),
-                                   "release": "tunnel" if st.release_tunnel else "direct"})
+                                   "release": "tunnel" if st.release_tunnel else "direct",
+                                   "queued_ms": round((now - st.started) * 1000, 3)})
         # the gateway first: its marker's round trip is the longest step, so it starts first
         if self.gw not in st.diverts:
             prev = self._routes[self.gw].get(home)

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller.intents import Deliver, Forward, Punt, Release, SetRoute, Tunnel
+from controller.intents import Deliver, Forward, Punt, Release, SendToward, SetRoute, Tunnel
 from controller.mobility import Mobility, MobilityError, Phase
 from controller.network import parse_network
-from controller.registration import ReplyCode
+from controller.registration import RegistrationRequest, ReplyCode
 from p4handoff.notify import Event
 from tests.ctl_fakenet import FakeNet
 
@@ -498,3 +498,25 @@ def test_malformed_registration_is_answered_134_only_on_access_ports():
     assert mob.malformed_registration("gw", 1, "02:aa:00:00:00:07", "10.0.1.7", 434, "too short") == []
     assert [fl.get("code") for e, fl in logs if e == "registration_rejected"] == [134, None, None]
     assert all(not t for t in mob.routes().values())
+
+
+def test_a_registration_handled_late_times_its_markers_from_handling_and_its_duration_from_arrival():
+    """The lab once queued registrations ~0.9 s behind status reads: with `now` = arrival, every marker
+    deadline was already past when it was sent (marker_timeout at once, ordering unguarded)."""
+    f, mob, logs = make()
+    f.register("mh1", "bs1")
+    f.run(0.05)
+    st = mob.mhs["mh1"]
+    req = RegistrationRequest(st.host.address, st.host.address, f.net.gateway.address, 0xFFFF, 99, 0)
+    handled, arrived = 10.0, 9.1
+    fx = mob.registration("bs2", 1, st.mac, st.host.address, 434, req, handled, received=arrived)
+    start = next(fl for e, fl in logs if e == "handoff_start")
+    assert start["queued_ms"] == pytest.approx(900.0)
+    assert any(isinstance(e, SendToward) for e in fx)                # the gateway's marker is out
+    assert mob.next_deadline() == pytest.approx(handled + mob.marker_s)
+    mob.on_time(handled + mob.marker_s / 2)
+    assert "marker_timeout" not in [e for e, _ in logs] and st.phase is Phase.HANDING_OFF
+    gw_marker = next(e for e in fx if isinstance(e, SendToward))
+    mob.packet_in("bs1", gw_marker.packet, handled + 0.005)          # punted back by the old BS
+    complete = [fl for e, fl in logs if e == "handoff_complete"]
+    assert complete and complete[0]["duration_ms"] == pytest.approx(905.0)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hosts.sim.papers import vertical_handoff
-from topo.runner import run_scenario
+from topo.runner import Results, RunRecord, run_scenario
 from topo.scenario import SweepAxis, load
 from topo.sim_backend import SimBackend
 
@@ -124,3 +125,12 @@ def test_cli_runs_and_prints_the_table(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert "backend: sim (asked for)" in res.stderr
     assert "| Bandwidth-Aware | 0.294 |" in res.stdout
+
+
+def test_repeat_statistics_skip_quantities_a_run_could_not_measure():
+    """A lab repeat with an n/a (NaN) quantity once crashed the report (statistics.stdev raises on NaN)."""
+    recs = [RunRecord("v", (), k, k, Path("."), None, {"q": v}, {}) for k, v in enumerate([1.0, math.nan, 3.0])]
+    res = Results(None, "lab", "", 0, 3, "id", Path("."), recs)
+    assert res.mean((), "v", "q") == 2.0 and res.spread((), "v", "q") == pytest.approx(math.sqrt(2))
+    nan_only = Results(None, "lab", "", 0, 1, "id", Path("."), recs[1:2])
+    assert math.isnan(nan_only.mean((), "v", "q")) and nan_only.spread((), "v", "q") == 0.0

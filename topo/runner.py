@@ -83,12 +83,17 @@ class Results:
             out.append({"point": [[p, v] for p, v in point], "variant": variant, "quantities": stats})
         return out
 
+    def _values(self, point: tuple, variant: str, key: str) -> list[float]:
+        """The repeats' values of one quantity, without the n/a (NaN) ones: statistics.stdev raises on NaN."""
+        return [r.quantities[key] for r in self.records
+                if r.point == point and r.variant == variant and not math.isnan(r.quantities[key])]
+
     def mean(self, point: tuple, variant: str, key: str) -> float:
-        vals = [r.quantities[key] for r in self.records if r.point == point and r.variant == variant]
+        vals = self._values(point, variant, key)
         return statistics.fmean(vals) if vals else math.nan
 
     def spread(self, point: tuple, variant: str, key: str) -> float:
-        vals = [r.quantities[key] for r in self.records if r.point == point and r.variant == variant]
+        vals = self._values(point, variant, key)
         return statistics.stdev(vals) if len(vals) > 1 else 0.0
 
 
