@@ -14,15 +14,12 @@ import json
 import os
 import select
 import socket
-import subprocess
 import time
-
-import pytest
 
 from p4handoff import netns
 from p4handoff.notify import Event, Notification
-from test_net_support import (RECEIVER, ROOT, SENDER, CLI_TIMEOUT, Injector, OurReceiver, RstWatch, cli, mac_of,
-                              make_path, needs_netns, parse, sha256)
+from test_net_support import (RECEIVER, SENDER, Injector, OurReceiver, OurSender, RstWatch, mac_of, make_path,
+                              needs_netns, sha256)
 
 pytestmark = needs_netns
 
@@ -37,19 +34,6 @@ SPORT, DPORT = 40001, 5001
 def w(seq: int) -> int:
     """A sequence number as it goes on the wire (mod 2**32)."""
     return seq & 0xFFFFFFFF
-
-
-def start_sender(path, *args: str) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return path.lab.start(path.a, cli("send", "--to", RECEIVER, "--port", str(SPORT), "--time-wait", "0.2", *args),
-                          stdout=subprocess.PIPE, env=env, cwd=ROOT)
-
-
-def finish(path, proc: subprocess.Popen) -> dict[str, str]:
-    out, err = proc.communicate(timeout=CLI_TIMEOUT)
-    path.lab.processes.remove(proc)
-    assert proc.returncode == 0, err.decode()
-    return parse(out.decode())
 
 
 class Tap:
@@ -95,7 +79,8 @@ def test_malformed_and_out_of_window_segments_do_not_hurt_the_connection(tmp_pat
                                "--trace", str(tmp_path / "recv.jsonl"))
         tap = Tap(path.b)
         watch = RstWatch(path)
-        proc = start_sender(path, "--data", str(src), "--notify-port", "0", "--trace", str(tmp_path / "send.jsonl"))
+        sender = OurSender(path, "--port", str(SPORT), "--data", str(src), "--notify-port", "0",
+                           "--trace", str(tmp_path / "send.jsonl"))
         to_rcv = Injector(path.a, path.link.dev_a, mac_of(path.b, path.link.dev_b))
         to_snd = Injector(path.b, path.link.dev_b, mac_of(path.a, path.link.dev_a))
 
@@ -132,9 +117,9 @@ def test_malformed_and_out_of_window_segments_do_not_hurt_the_connection(tmp_pat
         to_snd.send(bytes(IP(**back) / TCP(sport=DPORT, dport=SPORT, seq=w(rcv_nxt + 1_001), flags="R")))
         to_snd.send(bytes(IP(**back) / TCP(sport=DPORT, dport=SPORT, seq=rcv_nxt, flags="S")))
         to_snd.send(bytes(IP(**back) / TCP(sport=DPORT, dport=SPORT, seq=rcv_nxt, ack=w(seg.seq + 2**30), flags="A")))
-        assert proc.poll() is None, "transfer ended before the injections: make it longer"
+        assert sender.running(), "transfer ended before the injections: make it longer"
 
-        sent = finish(path, proc)
+        sent = sender.finish()
         got = receiver.finish()
         resets = watch.resets()
         for closable in (tap, to_rcv, to_snd, watch):
@@ -159,8 +144,8 @@ def test_notifications_reach_the_sender_once_and_garbage_is_ignored(tmp_path):
         receiver = OurReceiver(path, "--time-wait", "0.2", "--notify-port", "0")
         tap = Tap(path.b)
         notify_port = 15434
-        proc = start_sender(path, "--bytes", "2M", "--scheme", "immediate", "--notify-port", str(notify_port),
-                            "--trace", str(tmp_path / "send.jsonl"))
+        sender = OurSender(path, "--port", str(SPORT), "--bytes", "2M", "--scheme", "immediate",
+                           "--notify-port", str(notify_port), "--trace", str(tmp_path / "send.jsonl"))
         tap.latest()
         udp = path.b.socket(socket.AF_INET, socket.SOCK_DGRAM)
         handoff = Notification(Event.HANDOFF, 7, RECEIVER, RECEIVER, 1, 2).encode()
@@ -169,7 +154,7 @@ def test_notifications_reach_the_sender_once_and_garbage_is_ignored(tmp_path):
             udp.sendto(datagram, (SENDER, notify_port))
         udp.close()
         tap.close()
-        sent = finish(path, proc)
+        sent = sender.finish()
         got = receiver.finish()
     assert got["sha256"] == sent["sha256"] and sent["bytes"] == "2000000"
     assert sent["notifications"] == "2"  # seq 7 (once) and seq 8 (for another MH, ignored by the connection)
@@ -190,7 +175,7 @@ def test_receiver_answers_strays_like_a_closed_port_and_keeps_listening(tmp_path
         assert len(resets) == 1
         rst = decode(resets[0])
         assert (rst.src, rst.sport, rst.seq, rst.flags) == (RECEIVER, DPORT, 777, 0x04)
-        proc = start_sender(path, "--bytes", "1M", "--notify-port", "0")
-        sent = finish(path, proc)
+        sender = OurSender(path, "--port", str(SPORT), "--bytes", "1M", "--notify-port", "0")
+        sent = sender.finish()
         assert receiver.finish()["sha256"] == sent["sha256"]
         inject.close(), watch.close()

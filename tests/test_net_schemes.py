@@ -9,10 +9,8 @@ HANDOFF the sender moves to that address and sets its window from them.
 from __future__ import annotations
 
 import json
-import os
 import select
 import socket
-import subprocess
 import time
 
 import pytest
@@ -20,8 +18,7 @@ import pytest
 from p4handoff import netns
 from p4handoff.notify import Event, Notification
 from p4handoff.wire import DSCP_LE
-from test_net_support import (CLI_TIMEOUT, RECEIVER, ROOT, SENDER, OurReceiver, RstWatch, cli, make_path,
-                              needs_netns, parse)
+from test_net_support import RECEIVER, SENDER, OurReceiver, OurSender, RstWatch, make_path, needs_netns
 
 pytestmark = needs_netns
 
@@ -31,19 +28,6 @@ from hosts.net.rawio import PacketReceiver  # noqa: E402
 
 NOTIFY = 15434
 SECOND = "10.0.9.3"
-
-
-def start_sender(path, *args: str) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return path.lab.start(path.a, cli("send", "--to", RECEIVER, "--time-wait", "0.2", *args),
-                          stdout=subprocess.PIPE, env=env, cwd=ROOT)
-
-
-def finish(path, proc: subprocess.Popen) -> dict[str, str]:
-    out, err = proc.communicate(timeout=CLI_TIMEOUT)
-    path.lab.processes.remove(proc)
-    assert proc.returncode == 0, err.decode()
-    return parse(out.decode())
 
 
 def records(trace_file) -> list[dict]:
@@ -78,14 +62,14 @@ def test_freeze_receiver_stops_the_sender_on_detach_and_resumes_it_on_handoff(tm
         receiver = OurReceiver(path, "--scheme", "freeze", "--notify-port", str(NOTIFY), "--time-wait", "0.2",
                                "--trace", str(tmp_path / "recv.jsonl"))
         watch = RstWatch(path)
-        proc = start_sender(path, "--scheme", "freeze", "--bytes", "3M", "--notify-port", "0",
-                            "--trace", str(tmp_path / "send.jsonl"))
+        sender = OurSender(path, "--scheme", "freeze", "--bytes", "3M", "--notify-port", "0",
+                           "--trace", str(tmp_path / "send.jsonl"))
         wait_for_data(path.b)
         notify(path.a, RECEIVER, Notification(Event.DETACH, 1, RECEIVER, RECEIVER))
         time.sleep(1.5)  # "disconnected": longer than the 1 s minimum RTO, so a plain sender would time out
-        assert proc.poll() is None
+        assert sender.running()
         notify(path.a, RECEIVER, Notification(Event.HANDOFF, 2, RECEIVER, RECEIVER))
-        sent = finish(path, proc)
+        sent = sender.finish()
         got = receiver.finish()
         assert watch.resets() == []
     assert got["sha256"] == sent["sha256"] and sent["bytes"] == "3000000"
@@ -112,8 +96,8 @@ def test_dsbp_probes_the_second_address_with_marked_dummies_and_moves_there_at_h
         receiver = OurReceiver(path, "--scheme", "dsbp", "--notify-port", "0", "--time-wait", "0.2",
                                "--trace", str(tmp_path / "recv.jsonl"))
         tap = path.b.call(lambda: PacketReceiver(5001, SECOND))
-        proc = start_sender(path, "--scheme", "dsbp", "--bytes", "3M", "--notify-port", str(NOTIFY),
-                            "--trace", str(tmp_path / "send.jsonl"))
+        sender = OurSender(path, "--scheme", "dsbp", "--bytes", "3M", "--notify-port", str(NOTIFY),
+                           "--trace", str(tmp_path / "send.jsonl"))
         wait_for_data(path.b)
         notify(path.b, SENDER, Notification(Event.PROBE_UP, 1, RECEIVER, SECOND))
         time.sleep(0.5)
@@ -121,7 +105,7 @@ def test_dsbp_probes_the_second_address_with_marked_dummies_and_moves_there_at_h
         time.sleep(0.3)
         to_second = [decode(r.packet) for r in tap.receive(100_000)]
         tap.close()
-        sent = finish(path, proc)
+        sent = sender.finish()
         got = receiver.finish()
     assert got["sha256"] == sent["sha256"] and sent["bytes"] == "3000000"
     dummies = [s for s in to_second if s.dummy]
@@ -141,13 +125,13 @@ def test_sender_on_the_mobile_host_turns_its_carrier_loss_into_detach_and_handof
         path = make_path(lab)
         path.a.rate_limit(path.link.dev_a, 10_000)
         receiver = OurReceiver(path, "--notify-port", "0", "--time-wait", "0.2")
-        proc = start_sender(path, "--scheme", "immediate", "--bytes", "3M", "--notify-port", "0", "--link-events",
-                            "--trace", str(tmp_path / "send.jsonl"))
+        sender = OurSender(path, "--scheme", "immediate", "--bytes", "3M", "--notify-port", "0", "--link-events",
+                           "--trace", str(tmp_path / "send.jsonl"))
         wait_for_data(path.b)
         path.b.run(["ip", "link", "set", "dev", path.link.dev_b, "down"])  # the MH's (a's) end loses carrier
         time.sleep(1.5)  # > 1 s: the kernel reports carrier changes of a veth at most once a second
         path.b.run(["ip", "link", "set", "dev", path.link.dev_b, "up"])
-        sent = finish(path, proc)
+        sent = sender.finish()
         got = receiver.finish()
     assert got["sha256"] == sent["sha256"] and sent["bytes"] == "3000000"
     assert sent["link_events"] == "2"

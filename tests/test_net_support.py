@@ -66,10 +66,31 @@ class OurReceiver:
             raise RuntimeError(f"receiver did not start: {line!r} {self.proc.stderr.read(4000)!r}")
 
     def finish(self, timeout: float = 30.0) -> dict[str, str]:
-        out, err = self.proc.communicate(timeout=timeout)
-        self.path.lab.processes.remove(self.proc)
-        assert self.proc.returncode == 0, err.decode()
-        return parse(out.decode())
+        return _report(self.path, self.proc, timeout)
+
+
+class OurSender:
+    """`p4handoff host send --to RECEIVER` running in the sender namespace; `finish()` returns its parsed report."""
+
+    def __init__(self, path: Path2, *args: str) -> None:
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        self.path = path
+        self.proc = path.lab.start(path.a, cli("send", "--to", RECEIVER, "--time-wait", "0.2", *args),
+                                   stdout=subprocess.PIPE, env=env, cwd=ROOT)
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def finish(self, timeout: float = CLI_TIMEOUT) -> dict[str, str]:
+        return _report(self.path, self.proc, timeout)
+
+
+def _report(path: Path2, proc: subprocess.Popen, timeout: float) -> dict[str, str]:
+    """Wait for a host process, insist it succeeded, parse its report."""
+    out, err = proc.communicate(timeout=timeout)
+    path.lab.processes.remove(proc)
+    assert proc.returncode == 0, err.decode()
+    return parse(out.decode())
 
 
 def _readline(proc: subprocess.Popen, timeout: float) -> bytes:
