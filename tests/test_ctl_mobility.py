@@ -15,6 +15,7 @@ import yaml
 from controller.intents import Deliver, Forward, Punt, Release, SendToward, SetRoute, Tunnel
 from controller.mobility import Mobility, MobilityError, Phase
 from controller.network import parse_network
+from controller.packets import parse_ipv4
 from controller.registration import RegistrationRequest, ReplyCode
 from p4handoff.notify import Event
 from tests.ctl_fakenet import FakeNet
@@ -520,3 +521,30 @@ def test_a_registration_handled_late_times_its_markers_from_handling_and_its_dur
     mob.packet_in("bs1", gw_marker.packet, handled + 0.005)          # punted back by the old BS
     complete = [fl for e, fl in logs if e == "handoff_complete"]
     assert complete and complete[0]["duration_ms"] == pytest.approx(905.0)
+
+
+@pytest.mark.parametrize("raw_fn, to, release", [(raw_example, "bs2", "tunnel"),
+                                                 (lambda: with_bs3(raw_example()), "bs3", "direct")])
+def test_drain_markers_never_cross_the_new_cells_access_queue(raw_fn, to, release):
+    """The cell's egress queue is the bottleneck (384 kb/s in the 3G case, deep): a drain marker queued
+    there would hold the final routes and the HANDOFF notification for a whole queue's worth of airtime.
+    It is punted at the new BS's ingress (tunnel) or sent up to the gateway (direct), never onto the
+    access port, while the flushed packets themselves do go there."""
+    f, mob, logs = make(raw_fn())
+    f.register("mh1", "bs1")
+    f.run(0.01)
+    stream(f, "mh1", 0.01, 40, 0.001)
+    f.run(0.02)
+    f.leave("mh1")
+    f.run(0.06)
+    assert len(mob.pool["mh1"]) > 0
+    f.register("mh1", to)
+    f.run(1.0)
+    assert next(fl for e, fl in logs if e == "handoff_start")["release"] == release
+    ctl = f.net.controller.address
+    drains = [e for e in f.effects if isinstance(e, (Release, SendToward)) and parse_ipv4(e.packet).dst == ctl]
+    assert drains, "no drain marker was sent"
+    for e in drains:
+        assert (isinstance(e, Release) and e.tunnel) or (isinstance(e, SendToward) and e.peer == "gw"), e
+    assert any(isinstance(e, Release) and parse_ipv4(e.packet).dst == "10.0.1.1" for e in f.effects)
+    assert "marker_timeout" not in events(logs) and mob.mhs["mh1"].phase is Phase.ATTACHED
