@@ -89,6 +89,8 @@ def test_command_line_errors() -> None:
                               timeout=30, cwd=ROOT)
     res = run("--mh-side", "x", "--bs-side", "y", "--rate", "fast")
     assert res.returncode == 2 and "not a rate" in res.stderr
+    res = run("--mh-side", "x", "--bs-side", "y", "--limit", "0")
+    assert res.returncode == 2 and "--limit: must be >= 1, got 0" in res.stderr
     res = run("--mh-side", "x", "--bs-side", "y", "--schedule", '[{"t": 1, "cmd": "sideways"}]')
     assert res.returncode == 2 and "schedule" in res.stderr
     res = run("--mh-side", "p4h-no-such-if", "--bs-side", "p4h-no-such-if2")

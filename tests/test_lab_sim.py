@@ -114,7 +114,9 @@ def test_cli_check_and_errors(tmp_path: Path) -> None:
     res = cli(str(VH), "--set", "topology.cells.g5.rate=1", "--check")
     assert res.returncode == 3 and "no item named 'g5'" in res.stderr
     res = cli(str(VH), "--repeat", "0")
-    assert res.returncode == 2
+    assert res.returncode == 2 and "--repeat: must be >= 1, got 0" in res.stderr
+    res = cli(str(VH), "--seed", "x")
+    assert res.returncode == 2 and "--seed: not a whole number: 'x'" in res.stderr
     assert cli(str(tmp_path / "missing.yaml")).returncode == 1
 
 

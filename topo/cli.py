@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from p4handoff.argtypes import whole_number
 from topo.runner import REPO_ROOT, Backend, run_scenario
 from topo.scenario import SweepAxis, load
 from topo.units import ScenarioError
@@ -45,34 +46,14 @@ def _sweep(text: str) -> SweepAxis:
     return SweepAxis(path.strip(), path.strip().split(".")[-1], parsed)
 
 
-def _positive_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
-    return n
-
-
-def _seed(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {n}")
-    return n
-
-
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run a scenario file (traces/*.yaml) and write its report",
                        description=__doc__.splitlines()[0], epilog=__doc__.split("\n\n", 1)[1],
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("scenario", type=Path, nargs="+", help="scenario file(s)")
     p.add_argument("--backend", choices=("auto", "sim", "lab"), default="auto")
-    p.add_argument("--seed", type=_seed, help="seed of the first repeat (default: the file's seed)")
-    p.add_argument("--repeat", type=_positive_int, default=1, metavar="K", help="repeats per run, seeds seed..seed+K-1")
+    p.add_argument("--seed", type=whole_number(0), help="seed of the first repeat (default: the file's seed)")
+    p.add_argument("--repeat", type=whole_number(1), default=1, metavar="K", help="repeats per run, seeds seed..seed+K-1")
     p.add_argument("--set", type=_assignment, action="append", default=[], metavar="PATH=VALUE",
                    help="override a field, e.g. topology.cells.g3.queue.limit=20")
     p.add_argument("--sweep", type=_sweep, action="append", default=[], metavar="PATH=V1,V2",

@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 
+from p4handoff.argtypes import whole_number
 from topo.emulator.bridge import Bridge, parse_schedule
 from topo.emulator.model import LinkParams
 from topo.units import parse_rate, parse_time
@@ -45,16 +46,6 @@ def _prob(text: str) -> float:
     return p
 
 
-def _limit(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
-    return n
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m topo.emulator", description=__doc__.splitlines()[0])
     p.add_argument("--mh-side", required=True, metavar="IF", help="interface towards the mobile host")
@@ -62,10 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rate", type=_rate, default=None, help="downlink rate (b/s or e.g. 2Mbps; none = unlimited)")
     p.add_argument("--delay", type=_time, default=0.0, help="one-way delay, both directions (e.g. 3ms)")
     p.add_argument("--loss", type=_prob, default=0.0, help="downlink random loss probability")
-    p.add_argument("--limit", type=_limit, default=1000, help="downlink queue (frames waiting)")
+    p.add_argument("--limit", type=whole_number(1), default=1000, help="downlink queue (frames waiting)")
     p.add_argument("--up-rate", type=_rate, help="uplink rate (default: the downlink's)")
     p.add_argument("--up-loss", type=_prob, help="uplink loss (default: the downlink's)")
-    p.add_argument("--up-limit", type=_limit, default=1000, help="uplink queue (frames waiting)")
+    p.add_argument("--up-limit", type=whole_number(1), default=1000, help="uplink queue (frames waiting)")
     p.add_argument("--down-at-start", action="store_true", help="start with the link down (not attached yet)")
     p.add_argument("--schedule", help="JSON list of timed events, e.g. '[{\"t\": 10, \"cmd\": \"down\"}]'")
     p.add_argument("--t0", type=float, help="time origin of the schedule (CLOCK_MONOTONIC seconds; default now)")
