@@ -51,13 +51,19 @@ def _number(value: object) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def parse_rate(value: object) -> float:
-    """b/s from 10e6, '10Mbps', '384 kb/s', '2.0 Mbit/s'; ValueError otherwise."""
+def _quantity(value: object, pattern: re.Pattern[str], multipliers: dict[str, float]) -> float | None:
+    """A plain number, or a string `pattern` matches as (number, unit) scaled by the unit's multiplier."""
     v = _number(value)
     if v is None and isinstance(value, str):
-        m = _RATE_RE.match(value)
+        m = pattern.match(value)
         if m:
-            v = float(m.group(1)) * _RATE_MULT[m.group(2)]
+            v = float(m.group(1)) * multipliers[m.group(2)]
+    return v
+
+
+def parse_rate(value: object) -> float:
+    """b/s from 10e6, '10Mbps', '384 kb/s', '2.0 Mbit/s'; ValueError otherwise."""
+    v = _quantity(value, _RATE_RE, _RATE_MULT)
     if v is None:
         raise ValueError(f"not a rate: {value!r} (b/s as a number, or e.g. '384kbps', '10 Mb/s')")
     if v <= 0:
@@ -67,11 +73,7 @@ def parse_rate(value: object) -> float:
 
 def parse_time(value: object, *, allow_zero: bool = True) -> float:
     """Seconds from 0.5, '70ms', '3.5 s', '250us'; ValueError otherwise (negative included)."""
-    v = _number(value)
-    if v is None and isinstance(value, str):
-        m = _TIME_RE.match(value)
-        if m:
-            v = float(m.group(1)) * _TIME_MULT[m.group(2)]
+    v = _quantity(value, _TIME_RE, _TIME_MULT)
     if v is None:
         raise ValueError(f"not a time: {value!r} (seconds as a number, or e.g. '70ms', '0.5 s')")
     if v < 0 or (v == 0 and not allow_zero):
