@@ -73,14 +73,20 @@ control V1Ingress(inout headers_t hdr, inout local_meta_t meta,
         sm.priority = meta.cls == AQM_CLASS_DUMMY ? QUEUE_PRIORITY_DUMMY : QUEUE_PRIORITY_DATA;
     }
 
-    apply {
-        bit<8> kind = 0;
-        bit<32> reason_base = (bit<32>)sm.ingress_port * REASON_STRIDE;
+    /* the per-packet preamble in one action (one BMv2 pipeline node) */
+    action arrive(out bit<32> reason_base) {
+        reason_base = (bit<32>)sm.ingress_port * REASON_STRIDE;
         meta.ingress_port = sm.ingress_port;
         meta.now_us = sm.ingress_global_timestamp;
         meta.frame_len = hdr.packet_out.isValid() ? sm.packet_length - PACKET_OUT_BYTES
                                                   : sm.packet_length;
         sm.priority = QUEUE_PRIORITY_DATA;
+    }
+
+    apply {
+        bit<8> kind = 0;
+        bit<32> reason_base;
+        arrive(reason_base);
 
         if (sm.instance_type == BMV2_INSTANCE_TYPE_RECIRC) {
             /* a dummy held behind data: back to the tail of its queue; it

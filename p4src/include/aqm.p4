@@ -141,26 +141,56 @@ control AqmDecide(inout local_meta_t meta) {
                      + (meta.decay[0:0] == 1 ? a >> 12 : 0);
     }
 
-    apply {
-        bit<32> occ_data = meta.occ_np + meta.occ_prio;
+    /* The per-packet bookkeeping is folded into a few actions: on BMv2
+     * every if/else and every assignment outside an action is a pipeline
+     * node of its own. */
+    action start(out bit<32> occ_data, out bit<32> q) {
+        occ_data = meta.occ_np + meta.occ_prio;
+        /* RED and drop-tail average all data, M-RED non-priority data only */
+        q = meta.aqm_mode == AQM_MODE_MRED ? meta.occ_np : meta.occ_np + meta.occ_prio;
         meta.verdict = VERDICT_ADMIT;
         meta.avg_new = meta.avg_old;
         meta.cnt_new = meta.cnt_old;
         meta.pb_level = PB_LEVEL_NONE;
         meta.decay = DECAY_ONE;
+    }
+
+    /* DSBP: dummies never touch the average; above the threshold they are
+     * dropped, and the threshold is at most the data limit, so a dummy is
+     * always dropped before any data packet is. */
+    action dummy_verdict(bit<32> occ_data) {
+        meta.verdict = occ_data + meta.occ_dummy >= meta.dummy_th ? VERDICT_DUMMY_DROP : VERDICT_ADMIT;
+    }
+
+    /* outside [min_th, max_th): below, count is reset; at or above, forced drop */
+    action band_verdict() {
+        meta.verdict = meta.avg_new < meta.min_th ? VERDICT_ADMIT : VERDICT_RED_DROP;
+        meta.cnt_new = meta.avg_new < meta.min_th ? 16w0 : 16w1;
+    }
+
+    /* inside [min_th, max_th): drop with probability p_a */
+    action early_verdict() {
+        meta.verdict = meta.rnd < meta.pa_thr ? VERDICT_RED_DROP : VERDICT_ADMIT;
+        meta.cnt_new = meta.rnd < meta.pa_thr ? 16w1
+                     : (meta.cnt_old == COUNT_MAX ? COUNT_MAX : meta.cnt_old + 1);
+    }
+
+    /* the physical limit, kept below the target's own queue depth */
+    action limit_verdict(bit<32> occ_data) {
+        meta.verdict = meta.verdict == VERDICT_ADMIT && occ_data >= meta.qlimit ? VERDICT_OVERFLOW_DROP
+                     : meta.verdict;
+    }
+
+    apply {
+        bit<32> occ_data;
+        bit<32> q;
+        start(occ_data, q);
         if (meta.cls == AQM_CLASS_DUMMY) {
-            /* DSBP: dummies never touch the average; above the threshold
-             * they are dropped, and the threshold is at most the data limit,
-             * so a dummy is always dropped before any data packet is. */
-            if (occ_data + meta.occ_dummy >= meta.dummy_th) {
-                meta.verdict = VERDICT_DUMMY_DROP;
-            }
+            dummy_verdict(occ_data);
         } else {
-            /* The average: RED and drop-tail average all data on every data
-             * arrival; M-RED averages non-priority data on non-priority
-             * arrivals only. An arrival to an empty queue decays it instead:
-             * avg <- (1 - w_q)^m * avg. */
-            bit<32> q = meta.aqm_mode == AQM_MODE_MRED ? meta.occ_np : occ_data;
+            /* The average: RED and drop-tail update it on every data arrival,
+             * M-RED on non-priority arrivals only. An arrival to an empty
+             * queue decays it instead: avg <- (1 - w_q)^m * avg. */
             if (meta.aqm_mode != AQM_MODE_MRED || meta.cls == AQM_CLASS_NP) {
                 if (q == 0) {
                     aqm_idle.apply();
@@ -174,23 +204,15 @@ control AqmDecide(inout local_meta_t meta) {
              * The count register holds count + 1, so its old value is the
              * count after this arrival's increment. */
             if (meta.aqm_mode == AQM_MODE_RED || (meta.aqm_mode == AQM_MODE_MRED && meta.cls == AQM_CLASS_NP)) {
-                if (meta.avg_new < meta.min_th) {
-                    meta.cnt_new = 0;
-                } else if (meta.avg_new >= meta.max_th) {
-                    meta.verdict = VERDICT_RED_DROP;
-                    meta.cnt_new = 1;
+                if (meta.avg_new < meta.min_th || meta.avg_new >= meta.max_th) {
+                    band_verdict();
                 } else {
                     red_pb.apply();
                     red_pa.apply();
-                    meta.verdict = meta.rnd < meta.pa_thr ? VERDICT_RED_DROP : VERDICT_ADMIT;
-                    meta.cnt_new = meta.rnd < meta.pa_thr ? 16w1
-                                 : (meta.cnt_old == COUNT_MAX ? COUNT_MAX : meta.cnt_old + 1);
+                    early_verdict();
                 }
             }
-            /* the physical limit, kept below the target's own queue depth */
-            if (meta.verdict == VERDICT_ADMIT && occ_data >= meta.qlimit) {
-                meta.verdict = VERDICT_OVERFLOW_DROP;
-            }
+            limit_verdict(occ_data);
         }
     }
 }
