@@ -73,7 +73,7 @@ class _PendingStatus:
     request: ControlRequest
     deadline: float
     body: dict[str, Any]
-    round_id: int
+    round_id: int            # rounds overlap (the lab polls from two threads): each gets its own reads
     waiting: set[tuple[str, int]] = field(default_factory=set)      # telemetry probes not back yet
     reading: set[str] = field(default_factory=set)                  # switches whose counters are being read
 
@@ -95,7 +95,7 @@ class Daemon:
         self.states: dict[str, SwitchState | None] = {s.name: None for s in net.switches}
         self.counters = {"packet_in": 0, "packet_out": 0, "writes": 0, "write_errors": 0, "dropped_effects": 0,
                          "registrations": 0, "other_punts": 0}
-        self._pending_status: _PendingStatus | None = None
+        self._pending_status: dict[int, _PendingStatus] = {}      # round id -> round waiting for answers
         self._status_rounds = 0
         self.counter_reader: CounterReader | None = None
         self._stop = threading.Event()
@@ -172,8 +172,8 @@ class Daemon:
         now = time.monotonic()
         deadline = self.mobility.next_deadline()
         timeout = 0.5 if deadline is None else min(0.5, max(0.0, deadline - now))
-        if self._pending_status is not None:
-            timeout = min(timeout, max(0.0, self._pending_status.deadline - now))
+        for pending in self._pending_status.values():
+            timeout = min(timeout, max(0.0, pending.deadline - now))
         try:
             ev = self.events.get(timeout=timeout)
         except queue.Empty:
@@ -190,9 +190,9 @@ class Daemon:
             if isinstance(ev, ControlRequest):
                 ev.respond({"ok": False, "error": f"internal error: {exc!r}", "kind": "internal"})
         now = time.monotonic()
-        pending = self._pending_status
-        if pending is not None and (now >= pending.deadline or not (pending.waiting or pending.reading)):
-            self._finish_status()
+        for rid, pending in list(self._pending_status.items()):
+            if now >= pending.deadline or not (pending.waiting or pending.reading):
+                self._finish_status(rid)
 
     def _handle(self, ev: object) -> None:
         if isinstance(ev, PacketInEvent):
@@ -418,8 +418,6 @@ class Daemon:
     def _start_status(self, req: ControlRequest) -> None:
         """Answer from the model at once; switch counters are read by the counter reader's thread and
         telemetry probes answered by packet-ins, so the handoff events behind this request never wait."""
-        if self._pending_status is not None:
-            self._finish_status()            # one probe round at a time
         body: dict[str, Any] = {"ok": True, "switches": [], "mobile_hosts": self.mobility.status(),
                                 "buffer_total": self.mobility.pool.total,
                                 "buffer_limit": self.net.buffer.total_packets,
@@ -448,12 +446,12 @@ class Daemon:
                     pending.waiting.add((sw.name, p))
                 except P4RuntimeError:
                     pass
-        self._pending_status = pending
+        self._pending_status[pending.round_id] = pending
 
     def _on_counters(self, ev: CountersRead) -> None:
-        st = self._pending_status
-        if st is None or ev.round_id != st.round_id:
-            return                               # a round already answered (timeout or superseded)
+        st = self._pending_status.get(ev.round_id)
+        if st is None:
+            return                               # a round already answered (timed out)
         st.reading.discard(ev.switch)
         if ev.error is not None:
             self.log("switch_error", {"switch": ev.switch, "during": "counter read", "error": ev.error})
@@ -466,11 +464,12 @@ class Daemon:
                 sw["sanitised"] = ev.sanitised
 
     def _on_telemetry(self, switch: str, payload: bytes) -> None:
-        st = self._pending_status
-        if st is None or len(payload) < _TELEMETRY.size:
+        """A probe's answer goes to the oldest round still waiting for that port (each round sent one)."""
+        if len(payload) < _TELEMETRY.size:
             return
         port, mode, _, np_, prio, dummy, avg, count = _TELEMETRY.unpack_from(payload)
-        if (switch, port) not in st.waiting:
+        st = next((r for _, r in sorted(self._pending_status.items()) if (switch, port) in r.waiting), None)
+        if st is None:
             return
         st.waiting.discard((switch, port))
         for entry in st.body["ports"]:
@@ -479,11 +478,8 @@ class Daemon:
                     "np": np_, "prio": prio, "dummy": dummy}, "avg_packets": round(avg / (1 << AVG_FRAC_BITS), 3),
                     "red_count": count - 1}
 
-    def _finish_status(self) -> None:
-        st = self._pending_status
-        self._pending_status = None
-        if st is None:
-            return
+    def _finish_status(self, round_id: int) -> None:
+        st = self._pending_status.pop(round_id)
         st.body["telemetry_missing"] = sorted(f"{s}:{p}" for s, p in st.waiting)
         st.body["counters_missing"] = sorted(st.reading)
         st.request.respond(st.body)

@@ -6,7 +6,8 @@ up to ~0.9 s. Here a client whose Read blocks until released stands in for a
 slow switch (a fake in addition to the BMv2 status checks in
 tests/test_ctl_bmv2.py): serving the status request must return while the
 read is still blocked, the loop must keep handling requests meanwhile, and
-the reply must carry the counters once they arrive.
+every reply (also of a round overlapping another) must carry the counters
+once they arrive.
 """
 from __future__ import annotations
 
@@ -78,6 +79,8 @@ def test_status_counters_are_read_off_the_daemon_thread_and_merged_into_the_repl
         status = ControlRequest("status", {})
         d._handle(status)                           # must not block on the reads (they wait for `release`)
         assert status.wait(0)["kind"] == "timeout"  # not answered yet: counters outstanding
+        overlapping = ControlRequest("status", {})  # the lab polls from two threads: rounds overlap
+        d._handle(overlapping)
         deadline = time.monotonic() + 5
         while not any(f.read_threads for f in fakes.values()) and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -89,12 +92,18 @@ def test_status_counters_are_read_off_the_daemon_thread_and_merged_into_the_repl
         assert refused.wait(0)["kind"] == "refused" and not release.is_set()
         release.set()
         deadline = time.monotonic() + 5
-        while d._pending_status is not None and time.monotonic() < deadline:
+        while d._pending_status and time.monotonic() < deadline:
             d._step()
-        reply = status.wait(0)
+        replies = [status.wait(0), overlapping.wait(0)]
     finally:
         release.set()
         d.counter_reader.stop()
+    for reply in replies:
+        check_reply(net, reply)
+    assert {port for f in fakes.values() for port in f.probes} == {p["port"] for p in replies[0]["ports"]}
+
+
+def check_reply(net, reply: dict) -> None:
     assert reply["ok"] and reply["counters_missing"] == []
     bs_ports = {(sw.name, p.number) for sw in net.switches for p in sw.ports if p.role == PORT_ACCESS}
     assert {(p["switch"], p["port"]) for p in reply["ports"]} == bs_ports
@@ -105,4 +114,3 @@ def test_status_counters_are_read_off_the_daemon_thread_and_merged_into_the_repl
         assert c["priority_admitted"] == p["port"] + 7
     gw = next(s for s in reply["switches"] if s["name"] == "gw")
     assert gw["sanitised"] == {1: 8, 2: 9, 3: 10}
-    assert {port for f in fakes.values() for port in f.probes} == {port for _, port in bs_ports}

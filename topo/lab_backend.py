@@ -53,6 +53,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 P4_JSON = REPO_ROOT / "build" / "bs.json"
 P4_INFO = REPO_ROOT / "build" / "bs.p4info.txtpb"
 LEAD = 3.0                 # seconds between "everything started" and t0
+EDGE_READ_TRIES = 3         # a window edge's counters are read again if a switch did not answer in time
 STATUS_INTERVAL = 0.1      # at most this often: a status round reads counters and probes every access port
 EMU_PRIORITY = 10
 ETH_P_ALL = 0x0003
@@ -409,17 +410,19 @@ class LabRun:
             cell = port_cell.get((entry["switch"], entry["port"]))
             if cell is None:
                 continue
-            c = entry.get("counters", {})
-            dequeued = sum(c.get("aqm_dequeued", {}).values())
-            drops = {k: sum(c.get(k, {}).values()) for k in ("aqm_red_dropped", "aqm_overflow_dropped",
-                                                               "aqm_dummy_dropped")}
-            snap[cell] = {"bytes_sent": dequeued * wire_bytes(self.scn), "drops": drops, "dequeued": dequeued,
-                          "read_at": round(now, 4)}
+            c = entry.get("counters") or {}
             aqm = entry.get("aqm")
             if cell in want and aqm:
                 occ = aqm["occupancy"]
                 rows.append((now, cell, occ["np"] + occ["prio"] + occ["dummy"], occ["np"] + occ["prio"],
                              occ["dummy"], aqm["avg_packets"]))
+            if not c:
+                continue                 # the switch did not answer in time: no reading rather than zeros
+            dequeued = sum(c.get("aqm_dequeued", {}).values())
+            drops = {k: sum(c.get(k, {}).values()) for k in ("aqm_red_dropped", "aqm_overflow_dropped",
+                                                               "aqm_dummy_dropped")}
+            snap[cell] = {"bytes_sent": dequeued * wire_bytes(self.scn), "drops": drops, "dequeued": dequeued,
+                          "read_at": round(now, 4)}
         return now, snap, rows
 
     def _edges(self) -> None:
@@ -428,7 +431,10 @@ class LabRun:
         for edge in sorted({w.t0 for w in scn.measure.windows} | {w.t1 for w in scn.measure.windows}):
             if not self._sleep_until(edge):
                 return
-            _, snap, _ = self._status_rows()
+            for _ in range(EDGE_READ_TRIES):
+                _, snap, _ = self._status_rows()
+                if set(snap) >= set(self.plan.cell_ports):
+                    break
             self.data.link_snapshots[edge] = snap
 
     def _queues(self) -> None:
