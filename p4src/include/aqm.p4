@@ -193,8 +193,11 @@ control AqmDecide(inout local_meta_t meta) {
              * queue decays it instead: avg <- (1 - w_q)^m * avg. */
             if (meta.aqm_mode != AQM_MODE_MRED || meta.cls == AQM_CLASS_NP) {
                 if (q == 0) {
-                    aqm_idle.apply();
-                    decay_avg();
+                    /* a miss leaves decay = DECAY_ONE, i.e. avg unchanged: the
+                     * shift-and-add (dozens of operations on BMv2) is skipped */
+                    if (aqm_idle.apply().hit) {
+                        decay_avg();
+                    }
                 } else {
                     ewma(q);
                 }

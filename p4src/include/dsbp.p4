@@ -8,15 +8,21 @@
 #include "headers.p4"
 
 control DsbpClassify(in headers_t hdr, inout local_meta_t meta) {
-    /* one action (one BMv2 pipeline node instead of nine); dscp is the
-     * innermost IPv4 header's: `inner` while valid, else `ipv4` */
-    action classify() {
-        bit<6> dscp = hdr.inner.isValid() ? hdr.inner.dscp : (hdr.ipv4.isValid() ? hdr.ipv4.dscp : 6w0);
-        meta.cls = hdr.tcp.isValid() && hdr.tcp.dummy == 1 && dscp == DSCP_LE ? AQM_CLASS_DUMMY
-                 : (meta.ipf_priority ? AQM_CLASS_PRIO : AQM_CLASS_NP);
+    apply {
+        bit<6> dscp = 0;  /* of the innermost IPv4 header */
+        if (hdr.inner.isValid()) {
+            dscp = hdr.inner.dscp;
+        } else if (hdr.ipv4.isValid()) {
+            dscp = hdr.ipv4.dscp;
+        }
+        if (hdr.tcp.isValid() && hdr.tcp.dummy == 1 && dscp == DSCP_LE) {
+            meta.cls = AQM_CLASS_DUMMY;
+        } else if (meta.ipf_priority) {
+            meta.cls = AQM_CLASS_PRIO;
+        } else {
+            meta.cls = AQM_CLASS_NP;
+        }
     }
-
-    apply { classify(); }
 }
 
 #endif

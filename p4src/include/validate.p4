@@ -11,29 +11,34 @@
 const bit<16> ETHERNET_HEADER_BYTES = 14;
 
 control Validate(in headers_t hdr, inout local_meta_t meta) {
-    /* One action instead of a chain of if/else: on BMv2 every if and every
-     * assignment outside an action is a pipeline node of its own, and this
-     * runs on every packet. The first failing check wins, in this order. */
-    action check_lengths() {
-        bit<16> ihl_bytes = ((bit<16>)hdr.ipv4.ihl) << 2;
-        bit<16> inner_ihl_bytes = ((bit<16>)hdr.inner.ihl) << 2;
-        bit<16> outer_payload = hdr.ipv4.total_len - ihl_bytes;
-        /* bytes after the innermost IPv4 header */
-        bit<16> l4_len = hdr.inner.isValid() ? hdr.inner.total_len - inner_ihl_bytes : outer_payload;
-        /* P4's ?: associates to the left: the nesting is parenthesised */
-        meta.malformed_kind =
-              hdr.ipv4.total_len < ihl_bytes ? MALFORMED_IPV4_LENGTH
-            : ((bit<32>)hdr.ipv4.total_len + (bit<32>)ETHERNET_HEADER_BYTES > meta.frame_len ? MALFORMED_TRUNCATED
-            : (hdr.inner.isValid() && hdr.inner.total_len < inner_ihl_bytes ? MALFORMED_IPV4_LENGTH
-            : (hdr.inner.isValid() && hdr.inner.total_len > outer_payload ? MALFORMED_TRUNCATED
-            : (hdr.tcp.isValid() && (((bit<16>)hdr.tcp.data_offset) << 2) > l4_len ? MALFORMED_TCP_OFFSET
-            : (hdr.udp.isValid() && (hdr.udp.length < 8 || hdr.udp.length > l4_len) ? MALFORMED_UDP_LENGTH
-            : 8w0)))));
-    }
-
     apply {
+        bit<16> ihl_bytes = 0;
+        bit<16> inner_ihl_bytes = 0;
+        bit<16> l4_len = 0;  /* bytes after the innermost IPv4 header */
         if (hdr.ipv4.isValid()) {
-            check_lengths();
+            ihl_bytes = ((bit<16>)hdr.ipv4.ihl) << 2;
+            l4_len = hdr.ipv4.total_len - ihl_bytes;
+            if (hdr.inner.isValid()) {
+                inner_ihl_bytes = ((bit<16>)hdr.inner.ihl) << 2;
+            }
+            if (hdr.ipv4.total_len < ihl_bytes) {
+                meta.malformed_kind = MALFORMED_IPV4_LENGTH;
+            } else if ((bit<32>)hdr.ipv4.total_len + (bit<32>)ETHERNET_HEADER_BYTES > meta.frame_len) {
+                meta.malformed_kind = MALFORMED_TRUNCATED;
+            } else if (hdr.inner.isValid() && hdr.inner.total_len < inner_ihl_bytes) {
+                meta.malformed_kind = MALFORMED_IPV4_LENGTH;
+            } else if (hdr.inner.isValid() && hdr.inner.total_len > l4_len) {
+                meta.malformed_kind = MALFORMED_TRUNCATED;
+            } else {
+                if (hdr.inner.isValid()) {
+                    l4_len = hdr.inner.total_len - inner_ihl_bytes;
+                }
+                if (hdr.tcp.isValid() && (((bit<16>)hdr.tcp.data_offset) << 2) > l4_len) {
+                    meta.malformed_kind = MALFORMED_TCP_OFFSET;
+                } else if (hdr.udp.isValid() && (hdr.udp.length < 8 || hdr.udp.length > l4_len)) {
+                    meta.malformed_kind = MALFORMED_UDP_LENGTH;
+                }
+            }
         }
     }
 }
