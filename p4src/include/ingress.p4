@@ -23,22 +23,14 @@ control BsIngress(inout headers_t hdr, inout local_meta_t meta) {
     DsbpClassify() dsbp_classify;
     AqmConfig() aqm_config;
 
+    /* meta arrives zeroed: the target resets all user metadata of every
+     * new packet (simple_switch does; on TNA the glue declares
+     * @pa_auto_init_metadata), and every decision field's default is 0 or
+     * false (PORT_ROLE_CORE, malformed_kind, drop, drop_reason,
+     * punt_reason, egress_port, sanitised, trusted_tunnel, ipf_priority,
+     * l3_dst, tunnel_mark, aqm_on, AQM_MODE_DROPTAIL, AQM_CLASS_NP).
+     * Not re-initialising them saves 14 field writes per packet on BMv2. */
     apply {
-        meta.port_role = PORT_ROLE_CORE;
-        meta.malformed_kind = 0;
-        meta.drop = false;
-        meta.drop_reason = 0;
-        meta.punt_reason = 0;
-        meta.egress_port = 0;
-        meta.sanitised = false;
-        meta.trusted_tunnel = false;
-        meta.ipf_priority = false;
-        meta.l3_dst = 0;
-        meta.tunnel_mark = 0;
-        meta.aqm_on = false;
-        meta.aqm_mode = AQM_MODE_DROPTAIL;
-        meta.cls = AQM_CLASS_NP;
-
         bool from_cpu = hdr.packet_out.isValid();
         bool use_table = false;
         validate.apply(hdr, meta);
