@@ -31,7 +31,7 @@ from controller.control import ControlRequest, ControlServer
 from controller.intents import Completed, Effect, SetRoute
 from controller.mobility import Mobility, MobilityError
 from controller.network import PORT_ACCESS, Network
-from controller.p4runtime import P4RuntimeError, TableEntry, UpdateType
+from controller.p4runtime import P4RuntimeError, TableEntry
 from controller.packets import PacketError, parse_ipv4, parse_udp, split_ethernet
 from controller.port_counters import CounterJob, CounterReader, CountersRead
 from controller.programmer import Programmer
