@@ -10,7 +10,7 @@ P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
 # protobuf it only loads with the pure-Python implementation.
 export PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION := python
 
-.PHONY: setup build test unit ptf clean bench-hosts bench-pipeline run run-lab run-sweeps run-all bench-lab bench-controller
+.PHONY: setup build test unit ptf clean bench-hosts bench-pipeline bench-pipeline-instructions run run-lab run-sweeps run-all bench-lab bench-controller
 
 setup: ## install everything installable from apt and PyPI; report what is missing
 	bash scripts/setup.sh
@@ -35,6 +35,9 @@ ptf: build ## the PTF suite against BMv2 alone
 
 bench-pipeline: build ## packets/s of p4src/bs.p4 vs bench/minimal.p4 on the same BMv2 (needs root)
 	$(PY) bench/pipeline_pps.py
+
+bench-pipeline-instructions: build ## the same comparison in instructions per packet under callgrind (load-independent)
+	$(PY) bench/pipeline_instructions.py
 
 bench-hosts: ## our TCP sender's goodput vs Linux TCP over one veth pair (needs root)
 	$(PY) bench/hosts_goodput.py

@@ -10,6 +10,7 @@ APT_PACKAGES=(
   iproute2 ethtool tcpdump nftables   # namespaces, veth, qdiscs, offload control, captures, RST suppression
   mininet                             # the lab's topologies
   python3-thrift                      # BMv2's simple_switch_CLI (queue rates/depths over Thrift)
+  valgrind                            # make bench-pipeline-instructions (callgrind)
 )
 
 missing=()
