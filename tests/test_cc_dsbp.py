@@ -146,3 +146,27 @@ def test_non_dsbp_receiver_treats_dummy_as_ordinary_duplicate() -> None:
     rcv.handle(data.with_(dummy=True, dscp=DSCP_LE), 0.2)
     out = rcv.poll(0.2)
     assert len(out) == 1 and not out[0].dummy and out[0].dscp == 0 and rcv.bytes_received == 100
+
+
+class _Ctl:
+    """The few sender facts the DSBP rule reads (a stand-in in addition to the real runs above)."""
+
+    def __init__(self, in_recovery: bool) -> None:
+        self.peer_home, self.mss, self.in_recovery = MH, MSS, in_recovery
+        self.cwnd, self.ssthresh, self.srtt, self.ts_hz = 90 * MSS, 45 * MSS, 0.06, 1000
+        self.last_data_segment = None
+
+    def trace(self, event: str, now: float, detail: str = "") -> None:
+        pass
+
+
+@pytest.mark.parametrize("in_recovery", [False, True])
+def test_handoff_in_fast_recovery_sets_only_ssthresh(in_recovery: bool) -> None:
+    cc, ctl = Dsbp(), _Ctl(in_recovery)
+    cc.attach(ctl)  # type: ignore[arg-type]
+    cc.on_notify(Notification(Event.PROBE_UP, 1, MH, MH2), 0.0)
+    for k in range(30):
+        cc.on_dummy_ack(Segment(MH2, CH, 5001, 40000, 0, 0, ACK, 0, dummy=True, dscp=DSCP_LE), 1.0 + k * 0.001)
+    cc.on_notify(Notification(Event.HANDOFF, 2, MH, MH2), 1.03)
+    assert ctl.ssthresh == 30 * MSS
+    assert ctl.cwnd == (90 * MSS if in_recovery else 30 * MSS)

@@ -95,28 +95,38 @@ def test_dsbp_probes_the_second_address_with_marked_dummies_and_moves_there_at_h
         path.a.rate_limit(path.link.dev_a, 10_000)
         receiver = OurReceiver(path, "--scheme", "dsbp", "--notify-port", "0", "--time-wait", "0.2",
                                "--trace", str(tmp_path / "recv.jsonl"))
-        tap = path.b.call(lambda: PacketReceiver(5001, SECOND))
         sender = OurSender(path, "--scheme", "dsbp", "--bytes", "3M", "--notify-port", str(NOTIFY),
                            "--trace", str(tmp_path / "send.jsonl"))
         wait_for_data(path.b)
+        # two captures: probing fills a socket buffer with dummies, which must not
+        # crowd out the data that follows the handoff
+        probe_tap = path.b.call(lambda: PacketReceiver(5001, SECOND))
         notify(path.b, SENDER, Notification(Event.PROBE_UP, 1, RECEIVER, SECOND))
         time.sleep(0.5)
+        probing = [decode(r.packet) for r in probe_tap.receive(1000)]
+        probe_tap.close()
+        data_tap = path.b.call(lambda: PacketReceiver(5001, SECOND))
         notify(path.b, SENDER, Notification(Event.HANDOFF, 2, RECEIVER, SECOND))
-        time.sleep(0.3)
-        to_second = [decode(r.packet) for r in tap.receive(100_000)]
-        tap.close()
+        # a sender in fast recovery with a full window sends nothing new until
+        # the hole is repaired (up to its RTO): wait for data, bounded
+        after: list = []
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and not any(s.payload and not s.dummy for s in after):
+            time.sleep(0.05)
+            after += [decode(r.packet) for r in data_tap.receive(1000)]
+        data_tap.close()
         sent = sender.finish()
         got = receiver.finish()
     assert got["sha256"] == sent["sha256"] and sent["bytes"] == "3000000"
-    dummies = [s for s in to_second if s.dummy]
-    data = [s for s in to_second if not s.dummy and s.payload]
+    dummies = [s for s in probing if s.dummy]
+    data = [s for s in after if not s.dummy and s.payload]
     assert dummies and all(s.dscp == DSCP_LE and s.payload for s in dummies)
     assert data and all(s.dscp == 0 for s in data)  # after HANDOFF the data itself goes to the new address
     assert any(r["event"] == "dummy_answered" for r in records(tmp_path / "recv.jsonl"))
     handoffs = [r for r in records(tmp_path / "send.jsonl") if r["event"] == "dsbp_handoff"]
     assert len(handoffs) == 1
     count = int(handoffs[0]["detail"].split()[0].split("=")[1])
-    assert count >= 1 and handoffs[0]["cwnd"] == max(2, count) * handoffs[0]["mss"]
+    assert count >= 1 and handoffs[0]["ssthresh"] == max(2, count) * handoffs[0]["mss"]
 
 
 def test_sender_on_the_mobile_host_turns_its_carrier_loss_into_detach_and_handoff(tmp_path):

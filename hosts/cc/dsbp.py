@@ -12,7 +12,9 @@ Receiver (ours, same scheme): the core answers every dummy data segment
 with a marked dummy ACK from the probed address; dummies never touch
 sequence state, so they are never duplicates or losses.
 On HANDOFF: cwnd = ssthresh = the number of dummy ACKs received in the last
-probe-path RTT before the handoff (floor 2 segments), then normal NewReno:
+probe-path RTT before the handoff (floor 2 segments) - during fast recovery
+only ssthresh, so the recovery's inflated window is not cut under the flight
+(that stalled it until an RTO) and its exit sets cwnd - then normal NewReno:
 cwnd / RTT on the new path equals the rate at which dummy ACKs came back
 (at most rwnd / RTT, the probing rate). PROBE_DOWN stops probing and
 changes nothing; a HANDOFF without probing changes nothing either.
@@ -64,7 +66,9 @@ class Dsbp(CongestionControl):
             window = self._probe_rtt()
             count = sum(1 for t in self._dummy_acks if t > now - window)
             self.handoff_counts.append(count)
-            ctl.cwnd = ctl.ssthresh = max(2, count) * ctl.mss
+            ctl.ssthresh = max(2, count) * ctl.mss
+            if not ctl.in_recovery:  # in fast recovery the exit sets cwnd from ssthresh
+                ctl.cwnd = ctl.ssthresh
             ctl.trace("dsbp_handoff", now, f"dummy_acks={count} window={window:.6f}")
             self._stop()
 
