@@ -180,6 +180,16 @@ class BsTest(P4RuntimeTest):
             occ = self.occupancy(port)
         return occ
 
+    def count_reaching(self, name: str, port: int, cls: int, at_least: int, timeout: float = 5.0) -> int:
+        """Poll an AQM counter until it reaches `at_least` (or timeout); returns the last value.
+        The switch handles packets after `send_all` returns, so an immediate read can be early."""
+        deadline = time.monotonic() + timeout
+        value = self.aqm_count(name, port, cls).packets
+        while value < at_least and time.monotonic() < deadline:
+            time.sleep(0.05)
+            value = self.aqm_count(name, port, cls).packets
+        return value
+
     def avg(self, port: int) -> int:
         """The port's average occupancy register (Q16.16 packets)."""
         return self.telemetry(port).avg

@@ -200,5 +200,5 @@ class ModeChangeAtRuntime(BsTest):
         self.send_all(1, (udp_to(MH_ADDR, seq=i) for i in range(6)))
         # w_q = 1: avg = q. The queue drains one packet per 50 ms, the six arrive within a few ms:
         # once two are queued avg >= max_th and the rest are dropped
-        self.assertGreaterEqual(self.aqm_count("aqm_red_dropped", ACCESS, NP).packets, 3)
+        self.assertGreaterEqual(self.count_reaching("aqm_red_dropped", ACCESS, NP, 3), 3)
         self.assertEqual(self.wait_drained(ACCESS), [0, 0, 0])

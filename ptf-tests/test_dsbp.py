@@ -1,6 +1,5 @@
 """DSBP dummy segments on an access port: lowest priority (they leave after backlogged data), dropped
 first above the threshold, never in the average, classified only with both marks."""
-import time
 
 from scapy.all import IP, TCP, Ether
 
@@ -45,7 +44,7 @@ class DummiesDroppedFirst(BsTest):
         self.set_queue_rate(20, ACCESS)
         self.send_all(1, (tcp_to(MH_ADDR, seq=i) for i in range(15)))
         self.send_all(1, (tcp_to(MH_ADDR, seq=100 + i, dummy=True) for i in range(5)))
-        self.assertEqual(self.aqm_count("aqm_dummy_dropped", ACCESS, DUMMY).packets, 5)
+        self.assertEqual(self.count_reaching("aqm_dummy_dropped", ACCESS, DUMMY, 5), 5)
         self.assertEqual(self.aqm_count("aqm_overflow_dropped", ACCESS, NP).packets, 0)
         self.assertEqual(self.aqm_count("aqm_enqueued", ACCESS, DUMMY).packets, 0)
         self.send_all(1, (tcp_to(MH_ADDR, seq=200 + i) for i in range(10)))
@@ -62,7 +61,7 @@ class DummiesNotInAverage(BsTest):
         self.configure_aqm(PortAqm(ACCESS, AQM_MODE_RED, qlimit=60, dummy_th=40, red=self.RED))
         self.set_queue_rate(100, ACCESS)
         self.send_all(1, (tcp_to(MH_ADDR, seq=i, dummy=True) for i in range(30)))
-        time.sleep(0.05)
+        self.count_reaching("aqm_enqueued", ACCESS, DUMMY, 30)  # all arrived (the queue drains at 100 pps)
         self.assertGreater(self.occupancy(ACCESS)[2], 5, "the dummies should be queued")
         self.assertEqual(self.avg(ACCESS), 0)
         self.assertEqual(self.register("red_count", ACCESS), 0)
