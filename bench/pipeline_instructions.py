@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import pipeline_pps as pps  # noqa: E402
 from p4handoff import netns  # noqa: E402
 from p4handoff.wire import load_constants  # noqa: E402
-from topo.bmv2 import Bmv2Error, Bmv2Switch, bmv2_available, compile_p4, veth_port  # noqa: E402
+from topo.bmv2 import Bmv2Error, Bmv2Switch, compile_p4, veth_port  # noqa: E402
 
 FUNCTIONS = {"ingress": "SimpleSwitch::ingress_thread()", "pipeline": "bm::Pipeline::apply(",
              "egress": "SimpleSwitch::egress_thread("}
@@ -131,16 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.inside:
         return inside(args)
 
-    available, reason = bmv2_available()
-    problems = [reason] if not available else []
+    problems = pps.prerequisite_problems()
     for tool in ("valgrind", "callgrind_control", "callgrind_annotate"):
         if shutil.which(tool) is None:
             problems.append(f"{tool} not on PATH (apt-get install valgrind)")
-    if not (pps.BS_JSON.exists() and pps.BS_P4INFO.exists()):
-        problems.append(f"{pps.BS_JSON.relative_to(ROOT)} missing: run `make build`")
-    reason = netns.unavailable_reason()
-    if reason:
-        problems.append(reason)
     if problems:
         print("pipeline_instructions: cannot run: " + "; ".join(problems), file=sys.stderr)
         return 2

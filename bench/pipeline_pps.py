@@ -181,6 +181,18 @@ def bmv2_build() -> str:
     return f"unknown (no BMv2 configure line in {INSTALLED_MD})"
 
 
+def prerequisite_problems() -> list[str]:
+    """Why the pipeline benchmarks cannot run here (BMv2, build output, namespaces); empty if they can."""
+    available, reason = bmv2_available()
+    problems = [reason] if not available else []
+    if not (BS_JSON.exists() and BS_P4INFO.exists()):
+        problems.append(f"{BS_JSON.relative_to(ROOT)} missing: run `make build`")
+    reason = netns.unavailable_reason()
+    if reason:
+        problems.append(reason)
+    return problems
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -195,13 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.inside:
         return inside(args)
 
-    available, reason = bmv2_available()
-    problems = [reason] if not available else []
-    if not (BS_JSON.exists() and BS_P4INFO.exists()):
-        problems.append(f"{BS_JSON.relative_to(ROOT)} missing: run `make build`")
-    reason = netns.unavailable_reason()
-    if reason:
-        problems.append(reason)
+    problems = prerequisite_problems()
     if problems:
         print("bench-pipeline: cannot run: " + "; ".join(problems), file=sys.stderr)
         return 2
