@@ -298,9 +298,15 @@ class _Validator:
         return value.lower()
 
     def grpc_address(self, value: Any, path: str) -> str | None:
+        """host:port, or unix:/absolute/path (a switch in another namespace, e.g. in the Mininet lab)."""
+        if isinstance(value, str) and value.startswith("unix:"):
+            if not value[5:].startswith("/") or "\0" in value:
+                self.err(path, f"a Unix socket address must be unix:/absolute/path, got {value!r}")
+                return None
+            return value
         host, sep, port = value.rpartition(":") if isinstance(value, str) else ("", "", "")
         if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
-            self.err(path, f"must be host:port (e.g. 127.0.0.1:50051), got {value!r}")
+            self.err(path, f"must be host:port (e.g. 127.0.0.1:50051) or unix:/path, got {value!r}")
             return None
         return value
 

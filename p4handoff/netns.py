@@ -239,6 +239,18 @@ class Lab:
         ns.run(["ip", "link", "set", "dev", "lo", "up"])
         return ns
 
+    def attach(self, tag: str, pid: int) -> Namespace:
+        """Name the network namespace of process `pid` (e.g. a Mininet node's shell) `p4h-<pid>-<labtag><tag>`.
+
+        `close()` removes the name only; the namespace lives as long as the
+        processes in it (whoever started them ends them).
+        """
+        name = f"{PREFIX}-{os.getpid()}-{self.tag}{tag}"
+        _run(["ip", "netns", "attach", name, str(pid)], timeout=DEFAULT_TIMEOUT)
+        ns = Namespace(name)
+        self.namespaces.append(ns)
+        return ns
+
     def veth(self, a: Namespace, b: Namespace, addr_a: str, addr_b: str, *, dev_a: str = "veth0",
              dev_b: str = "veth0", mtu: int = 1500, offloads: bool = False) -> Veth:
         """Join `a` and `b` with a veth pair, addresses in CIDR form ("10.0.0.1/24"), links up.
@@ -271,7 +283,7 @@ class Lab:
         return status
 
     def close(self) -> None:
-        """Stop every process started here, then delete every namespace made here."""
+        """Stop every process started here, then delete every namespace made (or named) here."""
         errors: list[str] = []
         for proc in list(self.processes):
             try:

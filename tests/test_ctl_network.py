@@ -42,6 +42,12 @@ def test_example_loads_with_derived_fields():
     assert Path(net.controller.p4info).is_absolute()
 
 
+def test_grpc_may_be_a_unix_socket():
+    raw = example()
+    raw["switches"][1]["grpc"] = "unix:/tmp/p4h/bs1.grpc"
+    assert parse_network(raw).switch("bs1").grpc == "unix:/tmp/p4h/bs1.grpc"
+
+
 def test_cell_ids_default_to_free_ids_in_file_order():
     raw = example()
     del raw["switches"][1]["cell_id"]          # bs1 unspecified, bs2 keeps 2
@@ -89,6 +95,7 @@ def test_message_lists_every_error_on_its_own_line(tmp_path):
     (lambda r: r["switches"][2].update(name="bs1"), "switches[2].name", "duplicate switch name 'bs1'"),
     (lambda r: r["switches"][2].update(mac="02:00:00:00:00:02"), "switches[2].mac", "duplicate switch MAC"),
     (lambda r: r["switches"][2].update(grpc="127.0.0.1:50052"), "switches[2].grpc", "duplicate (grpc, device_id)"),
+    (lambda r: r["switches"][2].update(grpc="unix:relative.sock"), "switches[2].grpc", "unix:/absolute/path"),
     (lambda r: r["switches"][2].update(cell_id=1), "switches[2].cell_id", "duplicate cell id 1"),
     (lambda r: r["switches"][0].update(cell_id=7), "switches[0].cell_id", "only base stations"),
     (lambda r: r["switches"][1].update(mac="01:00:5e:00:00:01"), "switches[1].mac", "multicast MAC"),

@@ -50,7 +50,13 @@ SMOKE = {
 
 def test_smoke_handoff_in_the_lab(tmp_path: Path) -> None:
     sf = parse(SMOKE, "lab-smoke")
-    res = run_scenario(sf, lab_backend.LabBackend(), results_root=tmp_path, run_id="lab", progress_out=None)
+    script = tmp_path / "cli.txt"       # Mininet's CLI on the built lab, before traffic
+    script.write_text(f"mh ip -o addr show dev lo > {tmp_path}/mh-lo.txt\n"
+                      f"bs2 ip -o link show type bridge > {tmp_path}/bs2-bridges.txt\n")
+    res = run_scenario(sf, lab_backend.LabBackend(mininet_cli=script), results_root=tmp_path, run_id="lab",
+                       progress_out=None)
+    assert "10.0.9.1/32" in (tmp_path / "mh-lo.txt").read_text()          # the MH's home address
+    assert "br" in (tmp_path / "bs2-bridges.txt").read_text()              # the cell's medium, in its BS
     q = json.loads((res.directory / "metrics.json").read_text())["runs"][0]["quantities"]
     before, after = q["throughput[main]@before"], q["throughput[main]@after"]
     assert 1.5e6 < before <= 4.1e6, before        # most of the 4 Mb/s cell

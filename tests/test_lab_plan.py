@@ -30,6 +30,15 @@ def test_every_trace_file_has_a_lab_the_controller_accepts(path: Path) -> None:
         bs, port = p.cell_ports[cell.name]
         sw = next(s for s in net.switches if s.name == bs)
         assert sw.port(port).role == "access" and sw.port(port).aqm.limit == cell.queue.limit
+    # every wire joins Mininet nodes; a cell's bridge and its hosts' emulators live in the cell's BS switch
+    nodes = {s.name for s in p.switches} | set(p.hosts)
+    for w in p.wires:
+        assert w.a[0] in nodes and w.b[0] in nodes and w.emu_node in nodes
+        if w.kind == "host-bridge":
+            cell = w.key.split("/")[2]
+            assert w.b == (p.cell_ports[cell][0], p.bridges[cell]) and w.emu_node == p.cell_ports[cell][0]
+        if w.kind in ("switch-switch", "host-switch"):
+            assert w.emu_node in {s.name for s in p.switches}
 
 
 def test_cell_bottleneck_is_the_bs_egress_queue_in_packets_per_second() -> None:

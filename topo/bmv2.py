@@ -106,11 +106,16 @@ def veth_port(switch_ifname: str, peer: Namespace, peer_ifname: str, *,
     _run(switch_netns, ["ip", "link", "add", switch_ifname, "type", "veth", "peer", "name", peer_ifname,
                         "netns", peer.name])
     for netns, ifname in ((switch_netns, switch_ifname), (peer, peer_ifname)):
-        _run(netns, ["sysctl", "-q", "-w", f"net.ipv6.conf.{ifname}.disable_ipv6=1"])
-        _run(netns, ["ip", "link", "set", "dev", ifname, "mtu", str(mtu)])
-        _run(netns, ["ethtool", "-K", ifname, "rx", "off", "tx", "off", "sg", "off", "tso", "off",
-                     "gso", "off", "gro", "off"])
-        _run(netns, ["ip", "link", "set", "dev", ifname, "up"])
+        prepare_port(netns, ifname, mtu)
+
+
+def prepare_port(netns: Namespace | None, ifname: str, mtu: int = 9000) -> None:
+    """Make an existing interface fit to be a switch port or face one: IPv6 off, MTU, offloads off, up."""
+    _run(netns, ["sysctl", "-q", "-w", f"net.ipv6.conf.{ifname}.disable_ipv6=1"])
+    _run(netns, ["ip", "link", "set", "dev", ifname, "mtu", str(mtu)])
+    _run(netns, ["ethtool", "-K", ifname, "rx", "off", "tx", "off", "sg", "off", "tso", "off",
+                 "gso", "off", "gro", "off"])
+    _run(netns, ["ip", "link", "set", "dev", ifname, "up"])
 
 
 class ThriftCli:
@@ -192,7 +197,7 @@ class Bmv2Switch:
                  thrift_port: int | None = None, cpu_port: int | None = None, priority_queues: int = 1,
                  netns: Namespace | None = None, log_path: str | Path | None = None,
                  log_level: str | None = None, pcap_dir: str | Path | None = None,
-                 start_timeout: float = 30.0) -> None:
+                 grpc_socket: str | Path | None = None, start_timeout: float = 30.0) -> None:
         for port, ifname in ports.items():
             if not (isinstance(port, int) and 0 <= port < 511) or not ifname:
                 raise ValueError(f"bad port mapping {port!r} -> {ifname!r}: ports are 0..510, names non-empty")
@@ -203,7 +208,8 @@ class Bmv2Switch:
         self.ports = dict(ports)
         self.device_id = device_id
         self.netns = netns
-        self.grpc_port = grpc_port if grpc_port is not None else free_port(netns)
+        self.grpc_socket = Path(grpc_socket) if grpc_socket is not None else None
+        self.grpc_port = grpc_port if grpc_port is not None or grpc_socket is not None else free_port(netns)
         self.thrift_port = thrift_port if thrift_port is not None else free_port(netns)
         self.cpu_port = cpu_port
         self.priority_queues = priority_queues
@@ -217,7 +223,9 @@ class Bmv2Switch:
 
     @property
     def grpc_addr(self) -> str:
-        """Where P4Runtime answers (reachable from inside `netns` when one is used)."""
+        """Where P4Runtime answers: a Unix socket (from any namespace) or 127.0.0.1 inside `netns`."""
+        if self.grpc_socket is not None:
+            return f"unix:{self.grpc_socket}"
         return f"127.0.0.1:{self.grpc_port}"
 
     @property
@@ -238,7 +246,7 @@ class Bmv2Switch:
             args += ["--log-console", "-L", self.log_level]
         if self.pcap_dir:
             args += ["--pcap", str(self.pcap_dir)]
-        args += ["--", "--grpc-server-addr", f"127.0.0.1:{self.grpc_port}",
+        args += ["--", "--grpc-server-addr", self.grpc_addr,
                  "--priority-queues", str(self.priority_queues)]
         if self.cpu_port is not None:
             args += ["--cpu-port", str(self.cpu_port)]

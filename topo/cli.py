@@ -1,9 +1,9 @@
 """`p4handoff run SCENARIO.yaml`: run a scenario file and write its report.
 
-Backends: `sim` (the deterministic simulator), `lab` (BMv2 switches, the
-controller, host endpoints and link emulators in namespaces, on real
-packets), `auto` (lab when root, BMv2 and the compiled P4 program are
-here, else sim; it says which). Sweeps come from
+Backends: `sim` (the deterministic simulator), `lab` (Mininet: BMv2
+switches, the controller, host endpoints and link emulators, on real
+packets), `auto` (lab when root, BMv2, Mininet and the compiled P4 program
+are here, else sim; it says which). Sweeps come from
 the file (`sweep:`) or from `--sweep PATH=V1,V2,...`; `--set PATH=VALUE`
 changes any field first (values are YAML: 20, 10ms, [a, b], true).
 Exit codes: 0 done, 1 runtime error, 2 usage, 3 invalid scenario.
@@ -64,10 +64,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
     p.add_argument("--check", action="store_true", help="only validate the file(s) and list the planned runs")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--mininet-cli", nargs="?", const=True, default=False, type=Path, metavar="SCRIPT",
+                   help="lab: open Mininet's CLI when each run's network is up, before traffic (`exit` starts "
+                        "the run); with SCRIPT, run its CLI commands instead")
     p.set_defaults(func=_run)
 
 
-def choose_backend(name: str) -> tuple[Backend, str]:
+def choose_backend(name: str, mininet_cli: bool | Path = False) -> tuple[Backend, str]:
     """The backend object and why it was chosen (ValueError if `lab` is asked for but cannot run)."""
     from topo.sim_backend import SimBackend
     if name == "sim":
@@ -77,9 +80,9 @@ def choose_backend(name: str) -> tuple[Backend, str]:
     if name == "lab":
         if not ok:
             raise ValueError(f"the lab backend cannot run here: {reason}")
-        return lab_backend.LabBackend(), "asked for"
+        return lab_backend.LabBackend(mininet_cli), "asked for"
     if ok:
-        return lab_backend.LabBackend(), "auto: root, BMv2 and build/bs.json are available"
+        return lab_backend.LabBackend(mininet_cli), "auto: root, BMv2, Mininet and build/bs.json are available"
     return SimBackend(), f"auto: lab unavailable — {reason}"
 
 
@@ -96,7 +99,13 @@ def _run(args: argparse.Namespace) -> int:
             print(f"{sf.source}: valid — {len(sf.variants)} variant(s) × {len(sf.points())} sweep point(s): "
                   f"{', '.join(sf.labels)}")
         return 0
-    backend, reason = choose_backend(args.backend)
+    if isinstance(args.mininet_cli, Path) and not args.mininet_cli.is_file():
+        print(f"p4handoff run: --mininet-cli {args.mininet_cli}: no such file", file=sys.stderr)
+        return 2
+    backend, reason = choose_backend(args.backend, args.mininet_cli)
+    if args.mininet_cli and backend.name != "lab":
+        print("p4handoff run: --mininet-cli needs the lab backend", file=sys.stderr)
+        return 2
     print(f"backend: {backend.name} ({reason})", file=sys.stderr)
     from topo.report import summary_table
     for sf in files:

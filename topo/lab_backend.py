@@ -1,20 +1,22 @@
 """The `lab` backend: a scenario on real packets — BMv2 switches, the handoff controller, host endpoints, emulators.
 
-`topo.lab_plan.plan` decides what to build; this module builds it in
-throwaway namespaces (`p4handoff.netns.Lab`, names `p4h-<pid>-lab...`),
-runs it in real time and takes it down, stopping every process it started
-by its PID:
+`topo.lab_plan.plan` decides what to build; this module has Mininet build
+it (`topo.mininet_lab.LabNet`), runs it in real time and takes it down,
+stopping every process it started by its PID:
 
-1. namespaces: `fab` (every BMv2 switch, the controller, the emulators,
-   the cells' bridges) and one per host; veth pairs as planned (offloads
-   off, MTU 9000);
-2. `simple_switch_grpc` per switch (CPU port, 2 priority queues), the
-   controller (`p4handoff ctl run`) on the generated description, then the
-   planned egress queue rates (packets/s) and depths over Thrift;
+1. Mininet: a host per scenario host, a `P4Switch` per switch (each node in
+   its own namespace, also named `p4h-<pid>-lab<node>`), the links as
+   planned (offloads off, MTU 9000), the cells' bridges in their BS
+   switches;
+2. `simple_switch_grpc` in every switch (CPU port, 2 priority queues,
+   P4Runtime on a Unix socket), the controller (`p4handoff ctl run`, root
+   namespace) on the generated description, then the planned egress queue
+   rates (packets/s) and depths over Thrift;
 3. hosts: addresses, the anycast gateway, routes; mobile and background
    hosts register (Mobile IP registration frames from their radio) where
    they start;
-4. emulators (`python -m topo.emulator`, SCHED_FIFO) on every planned wire;
+4. emulators (`python -m topo.emulator`, SCHED_FIFO) on every planned wire,
+   in the namespace of the switch they front;
 5. receivers (`p4handoff host recv`), then senders (`p4handoff host send`)
    started at t0 + flow start; the timeline plays: attach = emulator up
    (+ a registration with the S flag for a DSBP probe), handoff = a
@@ -37,10 +39,11 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import yaml
 
@@ -48,6 +51,10 @@ from p4handoff.netns import Lab, Namespace, stop_process
 from topo.lab_plan import ACCESS_GATEWAY, HOST_GATEWAY, UNBOUNDED, LabPlan, Wire, plan, wire_bytes
 from topo.rundata import FlowData, RunData
 from topo.scenario import Scenario
+
+if TYPE_CHECKING:
+    from topo.bmv2 import Bmv2Switch
+    from topo.mininet_lab import LabNet
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 P4_JSON = REPO_ROOT / "build" / "bs.json"
@@ -74,7 +81,8 @@ def available() -> tuple[bool, str]:
             return False, f"'{tool}' is not on PATH (BMv2 is not installed)"
     if not P4_JSON.exists() or not P4_INFO.exists():
         return False, "the P4 program is not compiled (build/bs.json missing: p4c, then `make build`)"
-    return True, ""
+    from topo.mininet_lab import mininet_available
+    return mininet_available()
 
 
 class LabRun:
@@ -86,8 +94,10 @@ class LabRun:
         self.out = out
         self.plan: LabPlan = plan(scn)
         self.lab = Lab("lab")
+        self.net: LabNet | None = None
+        self.sockets = Path(tempfile.mkdtemp(prefix="p4h-grpc-"))   # short paths: a Unix socket's is ≤ 107 bytes
         self.ns: dict[str, Namespace] = {}
-        self.switches: dict[str, Any] = {}
+        self.switches: dict[str, Bmv2Switch] = {}
         self.emulators: dict[str, subprocess.Popen] = {}
         self.emu_by_key: dict[str, subprocess.Popen] = {}
         self.controller: subprocess.Popen | None = None
@@ -105,20 +115,21 @@ class LabRun:
 
     # -- building -------------------------------------------------------------------------------------
     def start(self) -> None:
-        from topo.bmv2 import Bmv2Switch, veth_port
         from p4handoff.wire import load_constants
-        fab = self.ns["fab"] = self.lab.namespace("fab")
+        from topo.mininet_lab import LabNet
+        self.net = LabNet(self.lab)
         for name in self.plan.hosts:
-            self.ns[name] = self.lab.namespace("h")
-        for cell, br in self.plan.bridges.items():
-            fab.run(["ip", "link", "add", br, "type", "bridge"])
-            fab.run(["ip", "link", "set", br, "up"])
-        for k, w in enumerate(self.plan.wires):
-            self._wire(k, w, veth_port)
+            self.ns[name] = self.net.host(name)
         cpu_port = load_constants()["CPU_PORT"]
         for sw in self.plan.switches:
-            self.switches[sw.name] = Bmv2Switch(sw.ports, netns=fab, cpu_port=cpu_port, priority_queues=2,
-                                                log_path=self.out / f"bmv2-{sw.name}.log").start()
+            self.ns[sw.name] = self.net.switch(sw.name, sw.ports, grpc_socket=self.sockets / f"{sw.name}.grpc",
+                                               log_path=self.out / f"bmv2-{sw.name}.log", cpu_port=cpu_port)
+        for cell, br in self.plan.bridges.items():
+            self.net.bridge(self.plan.cell_ports[cell][0], br)
+        for k, w in enumerate(self.plan.wires):
+            self._wire(k, w)
+        self.net.start()
+        self.switches = {sw.name: self.net.bmv2(sw.name) for sw in self.plan.switches}
         self._start_controller()
         for q in self.plan.queues:
             cli = self.switches[q.switch].cli
@@ -134,33 +145,22 @@ class LabRun:
                 self._register(name, self.active_dev[name])
         self._wait_attached([n for n, h in self.plan.hosts.items() if h.kind != "fixed" and n in self.active_dev])
 
-    def _wire(self, k: int, w: Wire, veth_port: Callable[..., None]) -> None:
-        fab = self.ns["fab"]
-        a_owner, a_if = w.a
-        b_owner, b_if = w.b
+    def _wire(self, k: int, w: Wire) -> None:
+        """The veth pairs of one planned wire; an emulated wire gets two, joined later by its emulator."""
+        (a, a_if), (b, b_if) = w.a, w.b
+        link = self.net.link
         if w.kind == "switch-bridge":
-            veth_port(a_if, fab, f"{b_if}s{k}", switch_netns=fab)
-            fab.run(["ip", "link", "set", f"{b_if}s{k}", "master", b_if])
-            return
-        if w.kind == "switch-switch":
-            if w.emu is None:
-                veth_port(a_if, fab, b_if, switch_netns=fab)
-            else:
-                veth_port(a_if, fab, f"e{k}a", switch_netns=fab)
-                veth_port(b_if, fab, f"e{k}b", switch_netns=fab)
-            return
-        host_ns = self.ns[a_owner]
-        if w.kind == "host-switch":
-            if w.emu is None:
-                veth_port(b_if, host_ns, a_if, switch_netns=fab)
-            else:
-                veth_port(f"e{k}a", host_ns, a_if, switch_netns=fab)
-                veth_port(b_if, fab, f"e{k}b", switch_netns=fab)
-            return
-        # host-bridge: host device — e<k>a [emulator] e<k>b — e<k>c (bridge port)
-        veth_port(f"e{k}a", host_ns, a_if, switch_netns=fab)
-        veth_port(f"e{k}b", fab, f"e{k}c", switch_netns=fab)
-        fab.run(["ip", "link", "set", f"e{k}c", "master", b_if])
+            link(a, a_if, b, f"{b_if}s{k}")
+            self.net.enslave(b, f"{b_if}s{k}", b_if)
+        elif w.kind == "host-bridge":          # host device — e<k>a [emulator] e<k>b — e<k>c (bridge port)
+            link(a, a_if, b, f"e{k}a")
+            link(b, f"e{k}b", b, f"e{k}c")
+            self.net.enslave(b, f"e{k}c", b_if)
+        elif w.emu is None:                    # switch-switch, host-switch
+            link(a, a_if, b, b_if)
+        else:                                  # a's end — e<k>a [emulator in emu_node] e<k>b — b's end
+            link(a, a_if, w.emu_node, f"e{k}a")
+            link(b, b_if, w.emu_node, f"e{k}b")
 
     def _start_controller(self, timeout: float = 60.0) -> None:
         from controller.control import ControlError, request
@@ -171,10 +171,12 @@ class LabRun:
         net_path = self.out / "network.yaml"
         net_path.write_text(yaml.safe_dump(desc, sort_keys=False))
         env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python", PYTHONPATH=str(REPO_ROOT))
-        with open(self.out / "controller.stderr", "ab") as log:
-            self.controller = self.lab.start(self.ns["fab"], [
+        with open(self.out / "controller.stderr", "ab") as log:   # root namespace, as Mininet's controllers
+            self.controller = subprocess.Popen([
                 sys.executable, "-m", "p4handoff", "ctl", "run", "--network", str(net_path),
-                "--log", str(self.out / "controller.log")], stdout=log, stderr=log, env=env, cwd=str(REPO_ROOT))
+                "--log", str(self.out / "controller.log")], stdout=log, stderr=log, env=env, cwd=str(REPO_ROOT),
+                start_new_session=True)
+        self.lab.processes.append(self.controller)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.controller.poll() is not None:
@@ -249,7 +251,7 @@ class LabRun:
         if not w.up_at_start:
             args.append("--down-at-start")
         err = open(self.out / f"emulator-{k}.stderr", "wb")
-        proc = subprocess.Popen(["ip", "netns", "exec", self.ns["fab"].name, *args], stdin=subprocess.PIPE,
+        proc = subprocess.Popen(["ip", "netns", "exec", self.ns[w.emu_node].name, *args], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=err, cwd=str(REPO_ROOT), start_new_session=True)
         err.close()
         self.lab.processes.append(proc)
@@ -558,10 +560,13 @@ class LabRun:
                 errors.append(f"emulator {key}: {exc}")
         if self.controller is not None and self.controller.poll() is None:
             stop_process(self.controller, timeout=10)
-        for sw in self.switches.values():
-            sw.stop()
         self._controller_log()
-        self.lab.close()
+        try:
+            if self.net is not None:
+                self.net.stop()                # BMv2 by PID, links, the nodes' shells
+        finally:
+            self.lab.close()
+            shutil.rmtree(self.sockets, ignore_errors=True)
         if errors:
             self.data.notes += errors
 
@@ -583,14 +588,24 @@ class LabRun:
 
 
 class LabBackend:
-    """The runner's view: one `LabRun` per run, torn down whatever happens."""
+    """The runner's view: one `LabRun` per run, torn down whatever happens.
+
+    `mininet_cli`: open Mininet's CLI once each run's network is up and its
+    hosts attached, before any traffic (True: interactive, `exit` starts the
+    run; a path: run that file's CLI commands).
+    """
 
     name = "lab"
+
+    def __init__(self, mininet_cli: bool | Path = False) -> None:
+        self.mininet_cli = mininet_cli
 
     def run(self, scn: Scenario, seed: int, out_dir: Path, progress: Callable[[float], None]) -> RunData:
         run = LabRun(scn, seed, out_dir)
         try:
             run.start()
+            if self.mininet_cli and run.net is not None:
+                run.net.cli(self.mininet_cli if isinstance(self.mininet_cli, Path) else None)
             data = run.run(progress)
         finally:
             run.close()

@@ -10,7 +10,8 @@ returns a `LabPlan` that `topo.lab_backend` executes. The mapping:
   controller's description) and BMv2 egress queue: rate in packets/s for
   the scenario's wire packet size (payload + 52 B), depth = the cell's
   buffer. That queue is the cell's bottleneck, so RED/M-RED act on it;
-- behind the access port a Linux bridge is the shared radio medium; every
+- behind the access port a Linux bridge (in the BS switch's namespace) is
+  the shared radio medium; every
   host that may ever use the cell (mobile, background) has its own path to
   that bridge through a **link emulator** (the cell's one-way delay and
   loss both ways, the uplink's rate and buffer, up/down = attached or not);
@@ -46,7 +47,7 @@ class LabError(ValueError):
 
 @dataclass(frozen=True)
 class Emulated:
-    """An emulator between two interfaces of the fabric; `down` is towards `a_side` ... see `Wire`."""
+    """An emulator's two directions: `down` is switch → host (or towards the first switch), see `Wire`."""
 
     down: LinkParams
     up: LinkParams
@@ -54,21 +55,28 @@ class Emulated:
 
 @dataclass(frozen=True)
 class Wire:
-    """A connection in the fabric namespace (`fab`) or to a host namespace.
+    """A connection between two nodes (switch or host names; a node's interfaces live in its namespace).
 
     `kind`: "switch-switch" (two switch ports), "host-switch" (a host's
-    device to a switch port), "host-bridge" (a host's device to a cell's
-    bridge). With `emu`, an emulator sits in the middle: its mh side faces
-    the host (or the first switch), its bs side the switch/bridge, so its
-    *down* direction is switch → host.
+    device to a switch port), "switch-bridge" (an access port to its cell's
+    bridge, both in the BS switch), "host-bridge" (a host's device to a
+    cell's bridge). With `emu`, an emulator sits in the middle, in the
+    namespace of `emu_node`: its mh side faces the host (or the first
+    switch), its bs side the switch/bridge, so its *down* direction is
+    switch → host.
     """
 
     kind: str
-    a: tuple[str, str]          # (namespace owner: host name or "fab", interface)
+    a: tuple[str, str]          # (node: host or switch name, interface)
     b: tuple[str, str]
     emu: Emulated | None = None
     up_at_start: bool = True
     key: str = ""               # for host-bridge wires: "<host>/<iface>/<cell>"
+
+    @property
+    def emu_node(self) -> str:
+        """The node whose namespace holds the emulator: the switch side (the first switch between two)."""
+        return self.a[0] if self.kind == "switch-switch" else self.b[0]
 
 
 @dataclass(frozen=True)
@@ -77,7 +85,7 @@ class SwitchPlan:
     role: str                   # gateway | bs
     address: str
     mac: str
-    ports: dict[int, str]       # port number -> interface in fab
+    ports: dict[int, str]       # port number -> interface in the switch's namespace
     cell_id: int = 0
 
 
@@ -106,7 +114,7 @@ class LabPlan:
     queues: list[QueueRate]
     hosts: dict[str, HostPlan]
     cell_ports: dict[str, tuple[str, int]]        # cell -> (bs, access port)
-    bridges: dict[str, str]                       # cell -> bridge name in fab
+    bridges: dict[str, str]                       # cell -> bridge name (in the cell's BS switch)
     network: dict[str, Any]                       # the controller's description (without controller paths)
     notes: list[str]
 
@@ -204,7 +212,7 @@ def plan(scn: Scenario) -> LabPlan:
                 continue
             p = port_of(gw)
             switches[gw][p] = f"g{p}"
-            wires.append(Wire("host-switch", (host, "eth0"), ("fab", f"g{p}"), host_link(link)))
+            wires.append(Wire("host-switch", (host, "eth0"), (gw, f"g{p}"), host_link(link)))
             host_plans[host] = HostPlan(host, topo.address_of(host), "fixed",
                                         {"eth0": ("eth0", _mac(0x10, len(host_plans) + 1))}, switch_port=p)
             continue
@@ -222,7 +230,7 @@ def plan(scn: Scenario) -> LabPlan:
                 pb = port_of(sb)
                 switches[sb][pb] = ifname(sb, pb)
                 peers[sa][sb], peers[sb][sa] = pa, pb
-                wires.append(Wire("switch-switch", ("fab", switches[sa][pa]), ("fab", switches[sb][pb]), emu))
+                wires.append(Wire("switch-switch", (sa, switches[sa][pa]), (sb, switches[sb][pb]), emu))
                 for sw, port, q in ((sa, pa, link.queue), (sb, pb, link.reverse_queue)):
                     if link.rate_bps is not None:
                         queues.append(QueueRate(sw, port, pps(link.rate_bps, size), q.limit if q else 64))
@@ -242,7 +250,7 @@ def plan(scn: Scenario) -> LabPlan:
         switches[sw][p] = ifname(sw, p)
         cell_ports[c.name] = (sw, p)
         bridges[c.name] = f"br{k}"
-        wires.append(Wire("switch-bridge", ("fab", switches[sw][p]), ("fab", f"br{k}")))
+        wires.append(Wire("switch-bridge", (sw, switches[sw][p]), (sw, f"br{k}")))
         queues.append(QueueRate(sw, p, pps(c.rate_bps, size), c.queue.limit))
         aqm[(sw, p)] = _aqm(c.queue, c.rate_bps, size, notes, f"cell {c.name}")
         if c.up_rate_bps != c.rate_bps:
@@ -268,13 +276,14 @@ def plan(scn: Scenario) -> LabPlan:
             n_dev += 1
             dev = f"{iface[:6]}-{cell[:6]}"
             devices[f"{iface}/{cell}"] = (dev, _mac(0x20, n_dev))
-            wires.append(_cell_wire(scn, m.name, iface, cell, dev, bridges[cell], active_at_start.get(m.name) == (iface, cell)))
+            wires.append(_cell_wire(scn, m.name, iface, cell, dev, (cell_ports[cell][0], bridges[cell]),
+                                    active_at_start.get(m.name) == (iface, cell)))
         host_plans[m.name] = HostPlan(m.name, m.home, "mobile", devices, dict(m.interfaces))
     for b in topo.background_hosts:
         n_dev += 1
         dev = f"radio-{b.cell[:6]}"
         host_plans[b.name] = HostPlan(b.name, b.address, "background", {f"radio/{b.cell}": (dev, _mac(0x20, n_dev))})
-        wires.append(_cell_wire(scn, b.name, "radio", b.cell, dev, bridges[b.cell], True))
+        wires.append(_cell_wire(scn, b.name, "radio", b.cell, dev, (cell_ports[b.cell][0], bridges[b.cell]), True))
     if problems:
         raise LabError(scn.name, problems)
     plans = []
@@ -285,11 +294,12 @@ def plan(scn: Scenario) -> LabPlan:
     return LabPlan(plans, wires, queues, host_plans, cell_ports, bridges, network, notes)
 
 
-def _cell_wire(scn: Scenario, host: str, iface: str, cell: str, dev: str, bridge: str, up: bool) -> Wire:
+def _cell_wire(scn: Scenario, host: str, iface: str, cell: str, dev: str, bridge: tuple[str, str],
+               up: bool) -> Wire:
     c = scn.topology.cell(cell)
     down = LinkParams(None, c.delay, c.loss, UNBOUNDED)            # the BS's egress queue is the bottleneck
     upl = LinkParams(c.up_rate_bps, c.delay, c.up_loss, c.up_queue_limit)
-    return Wire("host-bridge", (host, dev), ("fab", bridge), Emulated(down, upl), up_at_start=up,
+    return Wire("host-bridge", (host, dev), bridge, Emulated(down, upl), up_at_start=up,
                 key=f"{host}/{iface}/{cell}")
 
 
