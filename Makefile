@@ -47,18 +47,19 @@ bench-controller: build ## handoff completion time and handoff rate of the contr
 
 # The lab (issue 5): scenario files in traces/, results in results/<scenario>/<run-id>/.
 BACKEND ?= auto
+REPEAT ?= 1
 RUN_SET ?= traces/vh-wlan-to-3g.yaml traces/vh-3g-to-lan.yaml traces/vh-switching.yaml
 SWEEP_SET ?= traces/vh-wlan-to-3g-buffers.yaml traces/vh-3g-to-lan-buffers.yaml traces/vh-switching-buffers.yaml
 
-run: ## the default experiment set: the three vertical-handoff cases beside the published table (lab when BMv2 and Mininet are here, ~12 min; else the simulator, ~1 min; BACKEND=sim|lab to choose)
+run: ## the default experiment set: the three vertical-handoff cases beside the published table (lab when BMv2 and Mininet are here, ~12 min per repeat; else the simulator, ~1 min; BACKEND=sim|lab, REPEAT=K)
 	@if command -v $(P4C) >/dev/null; then $(MAKE) --no-print-directory build; fi
-	$(PY) -m p4handoff run $(RUN_SET) --backend $(BACKEND)
+	$(PY) -m p4handoff run $(RUN_SET) --backend $(BACKEND) --repeat $(REPEAT)
 
 run-sim: ## the same set in the simulator only (~1 min)
 	$(PY) -m p4handoff run $(RUN_SET) --backend sim
 
 run-lab: build ## the same set in the Mininet lab: BMv2 + controller + host endpoints + emulators (needs root; ~12 min)
-	$(PY) -m p4handoff run $(RUN_SET) --backend lab
+	$(PY) -m p4handoff run $(RUN_SET) --backend lab --repeat $(REPEAT)
 
 run-sweeps: ## buffer / min-RTO sensitivity of the three vertical-handoff cases (simulator)
 	$(PY) -m p4handoff run $(SWEEP_SET) --backend sim

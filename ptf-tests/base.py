@@ -37,7 +37,6 @@ class P4RuntimeTest(BaseTest):
             raise RuntimeError(f"PTF test params missing {', '.join(missing)}; run the suite through "
                                "tests/test_ptf.py (make ptf), see docs/testing.md")
         self.dataplane = ptf.dataplane_instance
-        self.dataplane.flush()
         self.cpu_port: int = params["cpu_port"]
         self.ports: list[int] = sorted(port for _, port in ptf.config["port_map"])
         self.thrift = ThriftCli(params["thrift_port"])
@@ -45,12 +44,23 @@ class P4RuntimeTest(BaseTest):
         self.client = P4RuntimeClient(params["grpc_addr"], params["device_id"])
         self.addCleanup(self.client.close)
         self.client.set_pipeline(params["p4info"], params["bmv2_json"])
+        self.dataplane.flush()   # after the push: nothing an earlier test left in flight counts here
 
     def tearDown(self) -> None:
         if self._queues_changed:
             self.thrift.set_queue_rate(0)
             self.thrift.set_queue_depth(DEFAULT_QUEUE_DEPTH)
+            self._drain()
         super().tearDown()
+
+    def _drain(self, quiet: float = 0.3, timeout: float = 10.0) -> None:
+        """Wait (bounded) until no port has sent anything for `quiet` s: a rate-limited backlog the test
+        left in BMv2's queues must not reach the next test."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not isinstance(self.dataplane.poll(timeout=quiet), self.dataplane.PollSuccess):
+                return
+        raise AssertionError(f"the switch was still sending {timeout} s after the test restored its queues")
 
     # -- table entries ------------------------------------------------------------------------
 

@@ -136,3 +136,31 @@ def test_repeat_statistics_skip_quantities_a_run_could_not_measure():
     assert res.mean((), "v", "q") == 2.0 and res.spread((), "v", "q") == pytest.approx(math.sqrt(2))
     nan_only = Results(None, "lab", "", 0, 1, "id", Path("."), recs[1:2])
     assert math.isnan(nan_only.mean((), "v", "q")) and nan_only.spread((), "v", "q") == 0.0
+
+
+def _vh_results(backend: str, runs: dict[str, list[float]]) -> tuple[Results, object]:
+    """Results of the WLAN -> 3G file with given throughputs per scheme label (one record per repeat)."""
+    sf = load(VH)
+    key = "throughput[main]@handoff"
+    recs = [RunRecord(label, (), k, k, Path("."), None, {key: v}, {})
+            for label, values in runs.items() for k, v in enumerate(values)]
+    res = Results(sf, backend, "", 0, max(len(v) for v in runs.values()), "id", Path("."), recs)
+    tq = next(q for q in sf.resolve(sf.variants[0]).measure.table if q.key == key)
+    return res, tq
+
+
+def test_ordering_sentence_says_which_neighbours_the_repeats_cannot_tell_apart():
+    from topo.report import _gap_sentence
+    pub = load(VH).published.values
+    res, tq = _vh_results("lab", {"TCP/mm": [120e3, 180e3], "Immediate": [130e3, 190e3],
+                                  "Bandwidth-Aware": [300e3, 296e3]})
+    text = _gap_sentence(res, (), tq, pub)
+    assert "— reproduced (Immediate and TCP/mm differ by less than their spread over 2 repeats: not resolved)" in text
+    res, tq = _vh_results("lab", {"TCP/mm": [120e3, 122e3], "Immediate": [150e3, 152e3],
+                                  "Bandwidth-Aware": [300e3, 296e3]})
+    assert "every step of it larger than the spread over 2 repeats" in _gap_sentence(res, (), tq, pub)
+    res, tq = _vh_results("lab", {"TCP/mm": [171e3], "Immediate": [133e3], "Bandwidth-Aware": [302e3]})
+    text = _gap_sentence(res, (), tq, pub)
+    assert "NOT reproduced (one real-time run: its run-to-run spread is unknown" in text
+    res.backend = "sim"
+    assert "NOT reproduced. Largest gap" in _gap_sentence(res, (), tq, pub)

@@ -147,15 +147,17 @@ class LabRun:
 
     def _wire(self, k: int, w: Wire) -> None:
         """The veth pairs of one planned wire; an emulated wire gets two, joined later by its emulator."""
+        net = self.net
+        assert net is not None
         (a, a_if), (b, b_if) = w.a, w.b
-        link = self.net.link
+        link = net.link
         if w.kind == "switch-bridge":
             link(a, a_if, b, f"{b_if}s{k}")
-            self.net.enslave(b, f"{b_if}s{k}", b_if)
+            net.enslave(b, f"{b_if}s{k}", b_if)
         elif w.kind == "host-bridge":          # host device — e<k>a [emulator] e<k>b — e<k>c (bridge port)
             link(a, a_if, b, f"e{k}a")
             link(b, f"e{k}b", b, f"e{k}c")
-            self.net.enslave(b, f"e{k}c", b_if)
+            net.enslave(b, f"e{k}c", b_if)
         elif w.emu is None:                    # switch-switch, host-switch
             link(a, a_if, b, b_if)
         else:                                  # a's end — e<k>a [emulator in emu_node] e<k>b — b's end

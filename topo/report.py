@@ -179,8 +179,26 @@ def _gap_sentence(res: Results, point: tuple, tq: Quantity, values: dict[str, di
     worst = max(labels, key=lambda lab: abs(res.mean(point, lab, tq.key) / values[lab]["throughput"] - 1))
     wr = res.mean(point, worst, tq.key) / values[worst]["throughput"]
     return (f"Ordering of schemes: ours {' > '.join(ours_order)}; published {' > '.join(pub_order)} — "
-            f"{'reproduced' if same else 'NOT reproduced'}. Largest gap: {worst}, ours is {wr:.2f}× the published "
-            f"figure ({100 * (wr - 1):+.0f} %).")
+            f"{'reproduced' if same else 'NOT reproduced'}{_resolution(res, point, tq, ours_order)}. Largest gap: "
+            f"{worst}, ours is {wr:.2f}× the published figure ({100 * (wr - 1):+.0f} %).")
+
+
+def _resolution(res: Results, point: tuple, tq: Quantity, order: list[str]) -> str:
+    """Which neighbours in our ordering the repeats cannot tell apart (means closer than their two sds added).
+
+    A real-time lab run lands wherever the connection's state happens to be
+    at the handoff (docs/lab.md: the sawtooth phase), so one lab run cannot
+    order schemes whose difference is smaller than that run-to-run spread.
+    """
+    if res.repeats < 2:
+        return (" (one real-time run: its run-to-run spread is unknown; `--repeat K` measures it)"
+                if res.backend == "lab" else "")
+    close = [f"{a} and {b}" for a, b in zip(order, order[1:])
+             if abs(res.mean(point, a, tq.key) - res.mean(point, b, tq.key))
+             < res.spread(point, a, tq.key) + res.spread(point, b, tq.key)]
+    if not close:
+        return f" (every step of it larger than the spread over {res.repeats} repeats)"
+    return f" ({'; '.join(close)} differ by less than their spread over {res.repeats} repeats: not resolved)"
 
 
 def evaluate(res: Results, e: Expectation, point: tuple) -> tuple[bool, str]:
