@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from p4handoff.netns import Lab, Namespace
 from topo.bmv2 import Bmv2Switch, prepare_port
@@ -128,13 +128,11 @@ class LabNet:
         prepare_port(self.namespaces[a], a_if, self.mtu)
         prepare_port(self.namespaces[b], b_if, self.mtu)
 
-    def bridge(self, node: str, name: str, ports: Sequence[str] = ()) -> None:
-        """A Linux bridge in `node` (a cell's shared medium), up, with `ports` enslaved."""
+    def bridge(self, node: str, name: str) -> None:
+        """A Linux bridge in `node` (a cell's shared medium), up; `enslave` gives it ports."""
         ns = self.namespaces[node]
         ns.run(["ip", "link", "add", name, "type", "bridge"])
         ns.run(["ip", "link", "set", name, "up"])
-        for port in ports:
-            self.enslave(node, port, name)
 
     def enslave(self, node: str, port: str, bridge: str) -> None:
         self.namespaces[node].run(["ip", "link", "set", port, "master", bridge])
