@@ -15,6 +15,7 @@ switch's namespace and is driven there.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 from pathlib import Path
@@ -26,9 +27,7 @@ from topo.bmv2 import Bmv2Switch, prepare_port
 
 def mininet_available() -> tuple[bool, str]:
     """(True, "") when Mininet can build a network here, else (False, what is missing)."""
-    try:
-        import mininet.net  # noqa: F401  (Debian's `mininet` package)
-    except ImportError:
+    if importlib.util.find_spec("mininet") is None:   # Debian's `mininet` package
         return False, "Mininet's Python package is not installed (apt install mininet)"
     if shutil.which("mnexec") is None:
         return False, "'mnexec' is not on PATH (apt install mininet)"
