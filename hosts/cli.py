@@ -86,6 +86,10 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="receive buffer and cwnd cap in segments (default 64)")
     p.add_argument("--min-rto", type=positive(float), metavar="S", help="minimum RTO in seconds (default 1)")
     p.add_argument("--delayed-ack", action="store_true", help="ACK every second segment (RFC 1122/5681)")
+    p.add_argument("--iw", type=positive(int), metavar="N", help="initial window in segments (default 3)")
+    p.add_argument("--no-sack", action="store_true", help="do not negotiate SACK (default: offer and accept it)")
+    p.add_argument("--no-timestamps", action="store_true",
+                   help="do not negotiate timestamps (RFC 7323; default: offer and accept them)")
     p.add_argument("--time-wait", type=positive(float), metavar="S", help="TIME-WAIT (2 MSL) in seconds (default 1)")
     p.add_argument("--timeout", type=positive(float), default=300.0, metavar="S",
                    help="give up (RST) after this long (default 300; for send, added to --seconds)")
@@ -93,10 +97,15 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _settings(args: argparse.Namespace) -> dict[str, object]:
-    pairs = {"window_segments": args.window_segments, "min_rto": args.min_rto, "time_wait": args.time_wait}
+    pairs = {"window_segments": args.window_segments, "min_rto": args.min_rto, "time_wait": args.time_wait,
+             "iw": args.iw}
     settings = {k: v for k, v in pairs.items() if v is not None}
     if args.delayed_ack:
         settings["delayed_ack"] = True
+    if args.no_sack:
+        settings["sack"] = False
+    if args.no_timestamps:
+        settings["timestamps"] = False
     if args.min_rto is not None:
         settings["initial_rto"] = max(1.0, args.min_rto)
     return settings

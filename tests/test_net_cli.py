@@ -101,3 +101,22 @@ def test_a_terminated_sender_resets_its_peer_and_removes_its_guard():
         assert resets and all(packet[12:16] == bytes([10, 0, 9, 1]) for packet in resets)
         for ns in (path.a, path.b):
             assert "p4h_guard" not in ns.run(["nft", "list", "tables"]).stdout
+
+
+@needs_netns[0]
+@needs_netns[1]
+def test_iw_sack_and_timestamps_flags_reach_the_connection(tmp_path):
+    """The lab passes a scenario's IW, SACK and timestamp settings this way; the trace shows what was used."""
+    import csv
+    with netns.Lab("opt") as lab:
+        path = make_path(lab)
+        for name, flags, want in (("default", (), ("3", "sack=1 ts=1")),
+                                  ("set", ("--iw", "1", "--no-sack", "--no-timestamps"), ("1", "sack=0 ts=0"))):
+            receiver = OurReceiver(path, "--notify-port", "0")
+            trace = tmp_path / f"{name}.csv"
+            sent = run_cli(path.a, "send", "--to", RECEIVER, "--bytes", "20k", "--notify-port", "0",
+                           "--time-wait", "0.2", "--trace", str(trace), *flags)
+            assert sent.returncode == 0, sent.stderr
+            receiver.finish()
+            row = next(r for r in csv.DictReader(trace.open()) if r["event"] == "established")
+            assert (str(int(row["cwnd"]) // int(row["mss"])), row["detail"]) == want

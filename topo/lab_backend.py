@@ -460,7 +460,11 @@ class LabRun:
     def _tcp_args(self, f: Any, host: str) -> list[str]:
         t = f.tcp
         args = ["--scheme", f.scheme, "--window-segments", str(t.window), "--min-rto", str(t.min_rto),
-                "--timeout", str(self.scn.duration + 60)]
+                "--iw", str(t.iw), "--timeout", str(self.scn.duration + 60)]
+        if not t.sack:
+            args.append("--no-sack")
+        if not t.timestamps:
+            args.append("--no-timestamps")
         # one process per namespace can listen for handoff notifications (one UDP port): the first flow's
         if host in self._notified_hosts:
             args += ["--notify-port", "0"]

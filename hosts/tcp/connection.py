@@ -1018,7 +1018,7 @@ class TcpConnection:
         if self._syn_retransmitted and self._rto.srtt is None:
             self._rto.base = max(self._rto.base, 3.0)  # RFC 6298 5.7
             self._rto.reset_backoff()
-        self.trace("established", now)
+        self.trace("established", now, f"sack={int(self._sack_ok)} ts={int(self._ts_enabled)}")
         if self._close_requested:
             self._start_close()
 
