@@ -111,7 +111,6 @@ class LabRun:
         self.data.notes += self.plan.notes
         self._lock = threading.Lock()
         self._errors: list[str] = []
-        self._notified_hosts: set[str] = set()
 
     # -- building -------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -457,7 +456,7 @@ class LabRun:
             t = max(t + interval, now)   # a slow status round delays the next sample instead of queueing them
 
     # -- hosts ----------------------------------------------------------------------------------------
-    def _tcp_args(self, f: Any, host: str) -> list[str]:
+    def _tcp_args(self, f: Any) -> list[str]:
         t = f.tcp
         args = ["--scheme", f.scheme, "--window-segments", str(t.window), "--min-rto", str(t.min_rto),
                 "--iw", str(t.iw), "--timeout", str(self.scn.duration + 60)]
@@ -465,13 +464,6 @@ class LabRun:
             args.append("--no-sack")
         if not t.timestamps:
             args.append("--no-timestamps")
-        # one process per namespace can listen for handoff notifications (one UDP port): the first flow's
-        if host in self._notified_hosts:
-            args += ["--notify-port", "0"]
-            if f.scheme != "newreno":
-                self.data.notes.append(f"flow {f.name}: {host} already has a flow listening for notifications; "
-                                       f"this one ({f.scheme}) gets none")
-        self._notified_hosts.add(host)
         if t.delayed_ack:
             args.append("--delayed-ack")
         return args
@@ -479,7 +471,7 @@ class LabRun:
     def _start_receiver(self, k: int, f: Any) -> None:
         port = 5001 + k
         args = [sys.executable, "-m", "p4handoff", "host", "recv", "--port", str(port),
-                "--trace", str(self.out / f"recv-{f.name}.csv"), *self._tcp_args(f, f.dst)]
+                "--trace", str(self.out / f"recv-{f.name}.csv"), *self._tcp_args(f)]
         err = open(self.out / f"recv-{f.name}.stderr", "wb")
         proc = subprocess.Popen(["ip", "netns", "exec", self.ns[f.dst].name, *args], stdout=subprocess.PIPE,
                                 stderr=err, cwd=str(REPO_ROOT), start_new_session=True)
@@ -496,7 +488,7 @@ class LabRun:
         dst = self.scn.topology.address_of(f.dst)
         seconds = (f.stop if f.stop is not None else self.scn.duration) - f.start
         args = ["host", "send", "--to", f"{dst}:{5001 + k}", "--seconds", str(seconds), "--mss",
-                str(f.tcp.packet_size), "--trace", str(self.out / f"trace-{f.name}.csv"), *self._tcp_args(f, f.src)]
+                str(f.tcp.packet_size), "--trace", str(self.out / f"trace-{f.name}.csv"), *self._tcp_args(f)]
         err = open(self.out / f"send-{f.name}.stderr", "wb")
         proc = subprocess.Popen(["ip", "netns", "exec", self.ns[f.src].name, sys.executable, "-c", _SENDER,
                                  repr(self.t0 + f.start), *args], stdout=subprocess.PIPE, stderr=err,

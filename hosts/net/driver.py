@@ -15,7 +15,8 @@ belong to no connection are answered like a closed port (RFC 9293 3.10.7.1:
 RST), exactly as the kernel would have; malformed packets are counted and
 dropped. The kernel's own TCP is kept out by `guard.KernelTcpGuard`.
 
-Handoff notifications (UDP, `p4handoff.notify`) are decoded, de-duplicated
+Handoff notifications (UDP, `p4handoff.notify`, tapped by `notify_tap` so every
+endpoint on a host hears each one) are decoded, de-duplicated
 by (MH address, seq) and given to the connection, which ignores events for
 other hosts. With `link_events`, carrier changes of our own interface become
 DETACH / HANDOFF too (`linkwatch`: an endpoint on the mobile host).
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import selectors
-import socket
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -32,6 +32,7 @@ from typing import Callable
 from hosts.codec import MalformedSegment, decode, encode
 from hosts.net.guard import KernelTcpGuard
 from hosts.net.linkwatch import LinkWatch
+from hosts.net.notify_tap import NotificationTap
 from hosts.net.rawio import PacketReceiver, PacketSender
 from hosts.segment import ACK, RST, SYN, Segment
 from hosts.tcp.connection import State, TcpConnection, rst_for
@@ -80,7 +81,7 @@ class NetDriver:
         self.local_addr = local_addr
         self.rx: PacketReceiver | None = None
         self.tx: PacketSender | None = None
-        self.notify_sock: socket.socket | None = None
+        self.notify_tap: NotificationTap | None = None
         self.link_events = link_events
         self.linkwatch: LinkWatch | None = None
         try:
@@ -88,8 +89,8 @@ class NetDriver:
             self.tx = PacketSender()
             self._selector.register(self.rx.fileno(), selectors.EVENT_READ)
             if notify_port:
-                self.notify_sock = _notification_socket(notify_port)
-                self._selector.register(self.notify_sock.fileno(), selectors.EVENT_READ)
+                self.notify_tap = NotificationTap(notify_port)
+                self._selector.register(self.notify_tap.fileno(), selectors.EVENT_READ)
         except BaseException:
             self.close()
             raise
@@ -150,7 +151,7 @@ class NetDriver:
             limit = deadline if wake is None else min(wake, deadline)
             events = select(max(0.0, limit - now)) if limit > now else select(0)
             for key, _ in events:
-                if self.notify_sock is not None and key.fd == self.notify_sock.fileno():
+                if self.notify_tap is not None and key.fd == self.notify_tap.fileno():
                     self._take_notifications(clock())
                 elif self.linkwatch is not None and key.fd == self.linkwatch.fileno():
                     self._take_link_events(clock())
@@ -232,12 +233,8 @@ class NetDriver:
         self.stats.segments_out += len(segments)
 
     def _take_notifications(self, now: float) -> None:
-        assert self.notify_sock is not None
-        while True:
-            try:
-                data = self.notify_sock.recv(2048)
-            except (BlockingIOError, InterruptedError):
-                return
+        assert self.notify_tap is not None
+        for data in self.notify_tap.receive():
             try:
                 note = Notification.decode(data)
             except NotificationError as exc:
@@ -272,19 +269,7 @@ class NetDriver:
     def close(self) -> None:
         """Release sockets and the kernel guard (idempotent)."""
         self._selector.close()
-        for closable in (self.rx, self.tx, self.notify_sock, self.linkwatch):
+        for closable in (self.rx, self.tx, self.notify_tap, self.linkwatch):
             if closable is not None:
                 closable.close()
         self.guard.close()
-
-
-def _notification_socket(port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        sock.bind(("0.0.0.0", port))
-    except OSError as exc:
-        sock.close()
-        raise OSError(exc.errno, f"cannot listen for handoff notifications on UDP port {port}: {exc.strerror} "
-                                 "(another host process here already does; give a different port, or 0)") from None
-    sock.setblocking(False)
-    return sock

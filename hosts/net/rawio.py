@@ -50,11 +50,12 @@ class SockFilter(ctypes.Structure):
                 ("k", ctypes.c_uint32)]
 
 
-def tcp_port_filter(port: int, addr: str | None = None) -> list[tuple[int, int, int, int]]:
-    """Classic BPF (on a packet starting at the IPv4 header): accept unfragmented TCP to `port`
-    (and to `addr` if given), drop everything else."""
+def port_filter(port: int, addr: str | None = None, protocol: int = socket.IPPROTO_TCP
+                ) -> list[tuple[int, int, int, int]]:
+    """Classic BPF (on a packet starting at the IPv4 header): accept unfragmented TCP (or `protocol`,
+    e.g. UDP) to `port` (and to `addr` if given), drop everything else."""
     body: list[tuple[int, str | None, int]] = [
-        (_LDB_ABS, None, 9), (_JEQ, "drop", 6),            # protocol TCP
+        (_LDB_ABS, None, 9), (_JEQ, "drop", protocol),     # protocol
         (_LDH_ABS, None, 6), (_JSET, "drop-if", 0x1FFF),   # not a non-first fragment
         (_LDX_MSH, None, 0), (_LDH_IND, None, 2),          # X = IP header length; A = dst port
         (_JEQ, "drop", port),
@@ -96,7 +97,7 @@ class PacketReceiver:
             raise ValueError(f"port must be 1..65535, got {port}")
         self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(ETH_P_IP))
         try:
-            attach_filter(self.sock, tcp_port_filter(port, addr))
+            attach_filter(self.sock, port_filter(port, addr))
             self.sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
             self.sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
