@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import signal
 from pathlib import Path
 from typing import Callable
 
 from hosts.cc import SCHEMES
 from hosts.net.transfer import DEFAULT_PORT, receive, send
+from p4handoff.interrupt import sigterm_as_interrupt
 from p4handoff.wire import UDP_PORT_HANDOFF_NOTIFY
 
 _SI = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9}
@@ -138,15 +138,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     rcv.set_defaults(func=_recv)
 
 
-def _terminate_like_interrupt() -> None:
-    """SIGTERM (e.g. from a lab stopping us) unwinds like Ctrl-C: RST to the peer, guard removed."""
-    def interrupt(_signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt
-    signal.signal(signal.SIGTERM, interrupt)
-
-
 def _send(args: argparse.Namespace) -> int:
-    _terminate_like_interrupt()
+    sigterm_as_interrupt()  # stopped by a lab: RST to the peer, guard removed
     if args.data is not None and not args.data.is_file():
         raise ValueError(f"--data {args.data}: no such file")
     host, port = args.to
@@ -158,7 +151,7 @@ def _send(args: argparse.Namespace) -> int:
 
 
 def _recv(args: argparse.Namespace) -> int:
-    _terminate_like_interrupt()
+    sigterm_as_interrupt()  # stopped by a lab: RST to the peer, guard removed
     if args.port == 0:
         raise ValueError("--port must be 1..65535 for a receiver")
     if args.addr is not None:

@@ -6,9 +6,15 @@ Skipped, with the reason, where root, BMv2 or the compiled P4 program
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from p4handoff.netns import unavailable_reason
 from topo import lab_backend
@@ -66,3 +72,34 @@ def test_smoke_handoff_in_the_lab(tmp_path: Path) -> None:
     assert "backend **lab**" in report and "plots/cwnd-base.png" in report
     run_dir = res.directory / "runs" / "base" / "bwaware" / "r0"
     assert (run_dir / "queues.csv").exists() and "handoff mh.r2" in (run_dir / "timeline.txt").read_text()
+
+
+def test_a_lab_run_stopped_by_sigterm_tears_its_network_down(tmp_path: Path) -> None:
+    scenario = tmp_path / "smoke.yaml"
+    scenario.write_text(yaml.safe_dump(SMOKE))
+    root = Path(__file__).resolve().parent.parent
+    run = subprocess.Popen([sys.executable, "-m", "p4handoff", "run", str(scenario), "--backend", "lab", "--quiet",
+                            "--no-plots", "--results", str(tmp_path / "results")], cwd=root,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           env=dict(os.environ, PYTHONPATH=str(root)))
+    try:
+        deadline = time.monotonic() + 60
+        while not list((tmp_path / "results").glob("**/trace-main.csv")):   # the lab is up, traffic flowing
+            assert run.poll() is None and time.monotonic() < deadline, run.stderr.read().decode()[-2000:]
+            time.sleep(0.2)
+        time.sleep(1.0)
+        assert run.poll() is None, run.stderr.read().decode()[-2000:]
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(timeout=60) == 1
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    prefix = f"p4h-{run.pid}-"
+    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert prefix not in names                                         # every node's name removed
+    desc = yaml.safe_load(next((tmp_path / "results").glob("**/network.yaml")).read_text())
+    socket_dirs = {sw["grpc"].removeprefix("unix:").rsplit("/", 1)[0] for sw in desc["switches"]}
+    assert socket_dirs and not any(Path(d).exists() for d in socket_dirs)   # the switches' sockets removed
+    leftovers = subprocess.run(["pgrep", "-f", "|".join(socket_dirs)], capture_output=True, text=True).stdout
+    assert leftovers == ""                                                   # no BMv2 of this run still running

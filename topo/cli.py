@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from p4handoff.argtypes import whole_number
+from p4handoff.interrupt import sigterm_as_interrupt
 from topo.runner import REPO_ROOT, Backend, run_scenario
 from topo.scenario import SweepAxis, load
 from topo.units import ScenarioError
@@ -103,6 +104,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"p4handoff run: --mininet-cli {args.mininet_cli}: no such file", file=sys.stderr)
         return 2
     backend, reason = choose_backend(args.backend, args.mininet_cli)
+    sigterm_as_interrupt()   # a lab stopped by SIGTERM still tears its network down
     if args.mininet_cli and backend.name != "lab":
         print("p4handoff run: --mininet-cli needs the lab backend", file=sys.stderr)
         return 2

@@ -95,7 +95,8 @@ class LabRun:
         self.plan: LabPlan = plan(scn)
         self.lab = Lab("lab")
         self.net: LabNet | None = None
-        self.sockets = Path(tempfile.mkdtemp(prefix="p4h-grpc-"))   # short paths: a Unix socket's is ≤ 107 bytes
+        self.sockets = Path(tempfile.mkdtemp(prefix="p4h-lab-"))   # short paths: a Unix socket's is ≤ 107 bytes
+        self.socket_path = str(self.sockets / "ctl.sock")              # the controller's control socket
         self.ns: dict[str, Namespace] = {}
         self.switches: dict[str, Bmv2Switch] = {}
         self.emulators: dict[str, subprocess.Popen] = {}
@@ -103,7 +104,7 @@ class LabRun:
         self.controller: subprocess.Popen | None = None
         self.receivers: dict[str, subprocess.Popen] = {}
         self.senders: dict[str, subprocess.Popen] = {}
-        self.socket_path = str(out / "ctl.sock")
+
         self.active_dev: dict[str, str] = {}
         self.t0 = 0.0
         self.t0_wall = 0.0
