@@ -28,7 +28,6 @@ class NotificationTap:
     def __init__(self, port: int) -> None:
         if not 0 < port < 65536:
             raise ValueError(f"notification port must be 1..65535, got {port}")
-        self.port = port
         self.reservation = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(ETH_P_IP))
         try:
