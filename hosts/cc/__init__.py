@@ -12,11 +12,13 @@ from hosts.cc.bwaware import BandwidthAware
 from hosts.cc.dsbp import Dsbp
 from hosts.cc.freeze import FreezeTcp
 from hosts.cc.immediate import ImmediateExpiration
+from hosts.cc.reno import Reno
 from hosts.cc.ucc import Ucc
 from hosts.cc.westwood import Westwood
 
 SCHEMES: dict[str, Callable[..., CongestionControl]] = {
     "newreno": CongestionControl,
+    "reno": Reno,
     "immediate": ImmediateExpiration,
     "bwaware": BandwidthAware,
     "freeze": FreezeTcp,

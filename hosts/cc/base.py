@@ -91,6 +91,9 @@ class CongestionControl:
 
     name = "newreno"
     answers_dummies = False
+    #: RFC 6582: a partial ACK keeps fast recovery going and retransmits the next
+    #: hole. False (Reno, RFC 5681 3.2) ends recovery at the first ACK of new data.
+    partial_acks = True
 
     def __init__(self) -> None:
         self._ctl: SenderControl | None = None
@@ -140,7 +143,8 @@ class CongestionControl:
         ctl.cwnd = ctl.mss
 
     def on_recovery_exit(self, now: float) -> None:
-        """A full ACK ended fast recovery: deflate (RFC 6582 step 3, option 1)."""
+        """An ACK ended fast recovery (a full ACK; with `partial_acks` off, any new ACK):
+        deflate (RFC 6582 step 3, option 1)."""
         ctl = self.ctl
         ctl.cwnd = min(ctl.ssthresh, max(ctl.flight_size, ctl.mss) + ctl.mss)
 

@@ -633,11 +633,11 @@ class TcpConnection:
         in_recovery = self._in_recovery
         restart_timer = True
         if in_recovery:
-            if ack >= self._recover:
+            if ack >= self._recover or not self.cc.partial_acks:
                 self._in_recovery = False
                 self.dupacks = 0
                 self.cc.on_recovery_exit(now)
-                self.trace("recovery_exit", now)
+                self.trace("recovery_exit", now, "" if ack >= self._recover else "partial ACK (Reno)")
             else:
                 # RFC 6582 step 5: partial ACK -> retransmit the next hole, deflate
                 self._send_data(self.snd_una, self.mss, now, oob=True)
