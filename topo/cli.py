@@ -109,7 +109,7 @@ def _run(args: argparse.Namespace) -> int:
         print("p4handoff run: --mininet-cli needs the lab backend", file=sys.stderr)
         return 2
     print(f"backend: {backend.name} ({reason})", file=sys.stderr)
-    from topo.report import summary_table
+    from topo.report import claims_console, summary_table
     for sf in files:
         try:
             res = run_scenario(sf, backend, seed=args.seed, repeats=args.repeat, results_root=args.results,
@@ -120,5 +120,8 @@ def _run(args: argparse.Namespace) -> int:
             return 1
         print(f"\n## {sf.title}\n")
         print(summary_table(res))
+        claims = claims_console(res)
+        if claims:
+            print("\n" + claims)
         print(f"\nresults: {res.directory}\nreport:  {res.directory / 'report.md'}")
     return 0

@@ -10,7 +10,11 @@
   paper's single-switch cases, normalised to 0.384 and 10 Mb/s).
 - loss_rate: data segments dropped in the window / data segments sent in it
   (DSBP's metric; dummies and pure ACKs are not counted).
-- utilization: bytes the link sent in the window × 8 / (rate × length).
+- utilization: bytes the link sent in the window × 8 / (rate × length);
+  a packet whose transmission straddles an edge counts with the part
+  transmitted inside (so it never exceeds 100 %).
+- max_queue, min_queue, max_avg_queue: over the queue samples in the window
+  (min_queue 0 = the queue ran empty: RED's synchronisation collapse).
 """
 from __future__ import annotations
 
@@ -128,6 +132,8 @@ def value(scn: Scenario, data: RunData, q: Quantity) -> float:
         raise ValueError(f"no queue samples of {link} in {t0:g}..{t1:g} s (list it under measure.queues)")
     if q.metric == "max_avg_queue":
         return max(r[5] for r in rows)
+    if q.metric == "min_queue":
+        return float(min(r[2] for r in rows))
     return float(max(r[2] for r in rows))
 
 

@@ -19,7 +19,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from topo.report import unit  # noqa: E402
+from topo.report import published_value, unit  # noqa: E402
 from topo.runner import Results, RunRecord, point_label, point_slug  # noqa: E402
 
 MAX_POINTS = 8
@@ -176,12 +176,19 @@ def _sweeps(res: Results, out: Path) -> list[str]:
         scale = 1e6 if q.metric in ("throughput", "total_throughput", "ideal") else (
             0.01 if q.metric in ("loss_rate", "utilization") else 1)
         pub = sf.published
+        marked = False
         for c, lab in enumerate(sf.labels):
             color = f"C{c % 10}"
             published = (pub.values.get(lab, {}).get(q.metric) if pub is not None and q.window == pub.window
                          else None)
             if published is not None:
-                ax.axhline(published / (1e6 if q.metric == "throughput" else 1), color=color, lw=0.8, ls="--")
+                ax.axhline(published / scale, color=color, lw=0.8, ls="--")
+            at = [(p[0][1] if numeric else axis.values.index(p[0][1]), v) for p in others
+                  if (v := published_value(res, p, lab, q)) is not None and v != published]
+            if at:
+                ax.scatter([x for x, _ in at], [v / scale for _, v in at], marker="D", s=28, color=color,
+                           edgecolors="k", linewidths=0.5, zorder=4)
+                marked = True
             # with several axes, draw one line per value of the others (first axis on x)
             groups: dict[tuple, list[tuple]] = {}
             for point in others:
@@ -201,8 +208,10 @@ def _sweeps(res: Results, out: Path) -> list[str]:
                       + f" ({unit(q.metric)})")
         ax.grid(True, lw=0.3)
         ax.legend(fontsize=7)
-        ax.set_title(sf.title + ("\n(dashed: published)" if pub is not None and pub.values
-                                 and q.metric in ("throughput", "percent_of_ideal") else ""), fontsize=10)
+        notes = [n for n, on in (("dashed: published", pub is not None and any(
+            q.metric in v for v in pub.values.values()) and q.window == pub.window),
+            ("◆: published at that point", marked)) if on]
+        ax.set_title(sf.title + (f"\n({'; '.join(notes)})" if notes else ""), fontsize=10)
         fig.tight_layout()
         name = f"sweep-{q.metric}-{q.flow or q.link or 'all'}.png".replace(">", "").replace("/", "-")
         fig.savefig(out / name, dpi=DPI)

@@ -9,33 +9,48 @@ the plots.
 """
 from __future__ import annotations
 
+import itertools
 import math
+from dataclasses import dataclass
 
 from topo.runner import Results, point_label
 from topo.scenario import Expectation, Quantity, QueueSpec, Scenario
+from topo.scenario_model import FRACTION_METRICS, RATE_METRICS
 from topo.units import format_rate
 
-RATE_METRICS = ("throughput", "total_throughput", "ideal")
 
 
-def fmt(metric: str, v: float) -> str:
-    """A value in the unit the papers use: Mb/s, %, packets, counts."""
+def fmt(metric: str, v: float | None, extra: int = 0) -> str:
+    """A value in the unit the papers use: Mb/s, %, packets, counts (`extra` more decimals)."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "n/a"
     if metric in RATE_METRICS:
-        return f"{v / 1e6:.3f}"
-    if metric in ("percent_of_ideal",):
-        return f"{v:.1f}"
-    if metric in ("loss_rate", "utilization"):
-        return f"{100 * v:.2f}"
-    if metric in ("max_avg_queue",):
-        return f"{v:.1f}"
-    return f"{v:.0f}" if float(v).is_integer() else f"{v:.1f}"
+        return f"{v / 1e6:.{3 + extra}f}"
+    if metric in ("percent_of_ideal", "max_avg_queue"):
+        return f"{v:.{1 + extra}f}"
+    if metric == "ratio":
+        return f"{v:.{2 + extra}f}"
+    if metric in FRACTION_METRICS:
+        return f"{100 * v:.{2 + extra}f}"
+    if extra == 0 and float(v).is_integer():
+        return f"{v:.0f}"
+    return f"{v:.{1 + extra}f}"
+
+
+def fmt_apart(metric: str, values: list[float]) -> list[str]:
+    """`values` formatted with as many decimals as it takes for different values to read
+    differently (a claim is never decided on digits the reader cannot see)."""
+    for extra in range(7):
+        texts = [fmt(metric, v, extra) for v in values]
+        if all(a != b for (a, x), (b, y) in itertools.combinations(zip(texts, values), 2) if x != y):
+            return texts
+    return texts
 
 
 def unit(metric: str) -> str:
     return {"throughput": "Mb/s", "total_throughput": "Mb/s", "ideal": "Mb/s", "percent_of_ideal": "% of ideal",
             "loss_rate": "%", "utilization": "%", "max_avg_queue": "packets", "max_queue": "packets",
+            "min_queue": "packets",
             "data_losses": "packets", "drops": "packets", "delivered_bytes": "bytes",
             "dummies_sent": "segments"}.get(metric, "")
 
@@ -86,6 +101,26 @@ def _ours(res: Results, point: tuple, variant: str, key: str, metric: str) -> st
     if res.repeats > 1:
         text += f" ± {fmt(metric, res.spread(point, variant, key))}"
     return text
+
+
+def published_value(res: Results, point: tuple, label: str, q: Quantity) -> float | None:
+    """The paper's value of table quantity `q` for `label` at `point`: a value read off a
+    figure at that sweep point, else the file's value for the label (in the published window)."""
+    pub = res.scenario_file.published
+    if pub is None:
+        return None
+    here = set(point)
+    for at, lab, metric, value in pub.points:
+        if lab == label and metric == q.metric and set(at) <= here:
+            return value
+    window = pub.window or res.records[0].scenario.measure.windows[0].name
+    return pub.values.get(label, {}).get(q.metric) if q.window == window else None
+
+
+def _ours_vs_published(res: Results, point: tuple, label: str, q: Quantity) -> str:
+    text = _ours(res, point, label, q.key, q.metric)
+    p = published_value(res, point, label, q)
+    return text if p is None else f"{text} (published {fmt(q.metric, p)})"
 
 
 def _published_section(res: Results) -> list[str]:
@@ -201,21 +236,92 @@ def _resolution(res: Results, point: tuple, tq: Quantity, order: list[str]) -> s
     return f" ({'; '.join(close)} differ by less than their spread over {res.repeats} repeats: not resolved)"
 
 
-def evaluate(res: Results, e: Expectation, point: tuple) -> tuple[bool, str]:
-    """(holds, what we measured) for one claim at one sweep point."""
+def evaluate(res: Results, e: Expectation, point: tuple) -> tuple[bool | None, str]:
+    """(holds, what we measured) for one claim at one sweep point; holds is None if a value
+    is not measurable (n/a). Decided on unrounded means; shown with the digits that tell them apart."""
     key, metric = e.quantity.key, e.quantity.metric
     means = {v: res.mean(point, v, key) for v in e.variants}
+    if any(m is None or math.isnan(m) for m in means.values()):
+        return None, ", ".join(f"{v} {fmt(metric, means[v])}" for v in e.variants)
     if e.kind == "order":
         holds = all(means[a] > means[b] for a, b in zip(e.variants, e.variants[1:]))
-        return holds, " > ".join(f"{v} {fmt(metric, means[v])}" for v in e.variants)
+        texts = fmt_apart(metric, [means[v] for v in e.variants])
+        return holds, " > ".join(f"{v} {t}" for v, t in zip(e.variants, texts)) + f" {unit(metric)}"
     if e.kind == "ratio":
         a, b = e.variants
         r = means[a] / means[b] if means[b] else math.inf
         holds = (e.at_least is None or r >= e.at_least) and (e.at_most is None or r <= e.at_most)
-        return holds, f"{r:.2f}"
+        bounds = [x for x in (e.at_least, e.at_most) if x is not None]
+        return holds, fmt_apart("ratio", [r, *bounds])[0]
     v = means[e.variants[0]]
     holds = (e.at_least is None or v >= e.at_least) and (e.at_most is None or v <= e.at_most)
-    return holds, fmt(metric, v)
+    bounds = [x for x in (e.at_least, e.at_most) if x is not None]
+    return holds, f"{fmt_apart(metric, [v, *bounds])[0]} {unit(metric)}"
+
+
+def required(e: Expectation) -> str:
+    """The claim's bound in the unit its values are shown in (a ratio is a plain number)."""
+    metric = "ratio" if e.kind == "ratio" else e.quantity.metric
+    suffix = "" if e.kind == "ratio" else f" {unit(metric)}"
+    parts = [f"≥ {fmt(metric, e.at_least, 1)}{suffix}" if e.at_least is not None else "",
+             f"≤ {fmt(metric, e.at_most, 1)}{suffix}" if e.at_most is not None else ""]
+    return " and ".join(x for x in parts if x) or "as stated"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One published claim over every sweep point: how many points measured it and where it held."""
+
+    claim: str
+    held: int
+    measured: int
+    points: int
+    example: str          # what we measured at the first point where it failed (or the only point)
+
+    @property
+    def word(self) -> str:
+        if self.measured == 0:
+            return "not measurable here"
+        if self.held == self.measured:
+            return "holds"
+        if self.held == 0:
+            return "does not hold"
+        return f"holds at {self.held} of {self.measured} points"
+
+
+def verdicts(res: Results) -> list[Verdict]:
+    """A verdict for every checkable claim of the scenario's paper (published.expect)."""
+    sf = res.scenario_file
+    out = []
+    for e in (sf.published.expect if sf.published else ()):
+        held = measured = 0
+        first = failed = ""
+        for point in sf.points():
+            holds, ours = evaluate(res, e, point)
+            where = f"{point_label(sf, point)}: " if sf.sweep else ""
+            first = first or where + ours
+            if holds is not None:
+                measured += 1
+                held += holds
+            if holds is False and not failed:
+                failed = f"fails at {where}{ours}" if sf.sweep else ours
+        out.append(Verdict(e.claim, held, measured, len(sf.points()), failed or first))
+    return out
+
+
+def claims_console(res: Results) -> str:
+    """The verdicts as `p4handoff run` prints them: one loud line per claim."""
+    sf = res.scenario_file
+    vs = verdicts(res)
+    if not vs and not (sf.published and sf.published.findings):
+        return ""
+    lines = [f"Claims of the paper ({sf.paper}), {res.backend}:"]
+    for v in vs:
+        lines.append(f"  {v.word.upper():<22} {v.claim} ({v.example})")
+    unchecked = len(sf.published.findings) if sf.published else 0
+    if unchecked:
+        lines.append(f"  {unchecked} published finding(s) in figure form only: listed in report.md, compare the plots")
+    return "\n".join(lines)
 
 
 def _claims_section(res: Results) -> list[str]:
@@ -224,22 +330,21 @@ def _claims_section(res: Results) -> list[str]:
     if pub is None or (not pub.expect and not pub.findings):
         return []
     lines = ["## The paper's claims", ""]
+    vs = verdicts(res)
+    if vs:
+        lines += ["| verdict | claim | where it fails, or what we measured |", "|---|---|---|"]
+        lines += [f"| **{v.word}** | {v.claim} | {v.example} |" for v in vs]
+        lines.append("")
     if pub.expect:
         head = "| claim | " + ("sweep point | " if sf.sweep else "") + "ours | published | required | holds |"
         lines += [head, "|" + "---|" * (head.count("|") - 1)]
         for e in pub.expect:
-            held = 0
             for point in sf.points():
                 holds, ours = evaluate(res, e, point)
-                held += holds
-                req = " and ".join(x for x in (f"≥ {e.at_least:g}" if e.at_least is not None else "",
-                                               f"≤ {e.at_most:g}" if e.at_most is not None else "") if x)
                 row = f"| {e.claim} | " + (f"{point_label(sf, point)} | " if sf.sweep else "")
-                row += f"{ours} | {e.published if e.published is not None else '—'} | {req or 'as stated'} | " \
-                       f"{'yes' if holds else '**no**'} |"
+                row += f"{ours} | {e.published if e.published is not None else '—'} | {required(e)} | " \
+                       f"{'not measurable' if holds is None else 'yes' if holds else '**no**'} |"
                 lines.append(row)
-            if sf.sweep:
-                lines.append(f"| ↳ {e.claim}: holds at {held}/{len(sf.points())} points | | | | | |")
         lines.append("")
     if pub.findings:
         lines += ["Published findings (figures; compare with the plots):", ""]
@@ -258,7 +363,7 @@ def _quantities_section(res: Results) -> list[str]:
         head = "| variant | " + " | ".join(describe(q) for q in scn0.measure.table) + " |"
         lines += [head, "|" + "---|" * (len(scn0.measure.table) + 1)]
         for label in sf.labels:
-            lines.append(f"| {label} | " + " | ".join(_ours(res, (), label, q.key, q.metric)
+            lines.append(f"| {label} | " + " | ".join(_ours_vs_published(res, (), label, q)
                                                        for q in scn0.measure.table) + " |")
         return lines + [""]
     for q in scn0.measure.table:
@@ -267,7 +372,7 @@ def _quantities_section(res: Results) -> list[str]:
                   "|" + "---|" * (len(sf.labels) + 1)]
         for point in sf.points():
             lines.append("| " + " / ".join(str(v) for _, v in point) + " | "
-                         + " | ".join(_ours(res, point, lab, q.key, q.metric) for lab in sf.labels) + " |")
+                         + " | ".join(_ours_vs_published(res, point, lab, q) for lab in sf.labels) + " |")
         lines.append("")
     return lines
 

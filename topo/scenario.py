@@ -18,7 +18,7 @@ import copy
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import yaml
 
@@ -26,13 +26,13 @@ from hosts.cc import SCHEMES
 from topo.fields import (Obj, a_list, address, boolean, item_path, name_of, number, positive_time, probability,
                          rate_or_none, text, time_value, whole)
 from topo.rawdoc import expand_counts, get_path, set_path, split_path
-from topo.scenario_model import (AQMS, COMPARED, FLOW_METRICS, HEADER_BYTES, LINK_METRICS, METRICS, OUTAGE_RULES,
-                                 PAPERS, SCENARIO_RE, BackgroundHostSpec, BaseStationSpec, CellSpec, Expectation,
+from topo.scenario_model import (AQMS, COMPARED, FLOW_METRICS, FRACTION_METRICS, HEADER_BYTES, LINK_METRICS, METRICS,
+                                 OUTAGE_RULES, PAPERS, RATE_METRICS, SCENARIO_RE, BackgroundHostSpec, BaseStationSpec, CellSpec, Expectation,
                                  FlowSpec, HostSpec, IdealSpec, LinkSpec, Measure, MobileHostSpec, MobilityOp,
                                  Published, Quantity, QueueSpec, Scenario, SweepAxis, TcpSpec, Topology, Variant,
                                  Window)
 from topo.timeline import moves, resolve_mobility
-from topo.units import Errors, ScenarioError, parse_rate, parse_time
+from topo.units import Errors, ScenarioError, parse_fraction, parse_rate, parse_time
 
 # -- sections -------------------------------------------------------------------------------------------
 
@@ -435,10 +435,25 @@ def _measure(data: Any, errors: Errors, topo: Topology, flows: list[FlowSpec], m
                    series, plot_range)
 
 
+def metric_value(metric: str) -> Callable[[Any], float]:
+    """The parser of a published value or bound of `metric`, in the unit the metrics compute:
+    b/s for rates ('2Mbps'), fractions for rates of loss and utilisation ('5%'), else numbers."""
+    if metric in RATE_METRICS:
+        return parse_rate
+    if metric in FRACTION_METRICS:
+        return parse_fraction
+    return number()
+
+
+def _metric_values(entry: Any, p: str, errors: Errors) -> dict[str, float]:
+    v = Obj(entry, p, errors, METRICS)
+    return {m: v.get(m, metric_value(m)) for m in METRICS if v.has(m)}
+
+
 def _published(data: Any, errors: Errors, labels: list[str], windows: set[str], flows: set[str],
-               links: set[str]) -> Published | None:
+               links: set[str], sweep: tuple[SweepAxis, ...] = ()) -> Published | None:
     path = "published"
-    o = Obj(data, path, errors, ("source", "window", "ideal", "values", "findings", "expect"))
+    o = Obj(data, path, errors, ("source", "window", "ideal", "values", "points", "findings", "expect"))
     if not o.ok:
         return None
     source = o.get("source", text, required=True)
@@ -452,12 +467,30 @@ def _published(data: Any, errors: Errors, labels: list[str], windows: set[str], 
         if label not in labels:
             errors.add(p, f"no variant labelled {label!r} (variants: {', '.join(labels)})")
             continue
-        v = Obj(entry, p, errors, ("throughput", "percent_of_ideal"))
-        values[label] = {}
-        if v.has("throughput"):
-            values[label]["throughput"] = v.get("throughput", parse_rate)
-        if v.has("percent_of_ideal"):
-            values[label]["percent_of_ideal"] = v.get("percent_of_ideal", number(0.0))
+        values[label] = _metric_values(entry, p, errors)
+    points = []
+    axes = {a.label: a for a in sweep} | {a.path: a for a in sweep}
+    for k, item in enumerate(o.get("points", a_list, default=[]) or []):
+        p = f"{path}.points[{k}]"
+        pt = Obj(item, p, errors, ("at", "values"))
+        at = pt.get("at", lambda v: v if isinstance(v, dict) and v else (_ for _ in ()).throw(
+            ValueError("must map sweep axes (label or path) to a swept value")), required=True) or {}
+        key = []
+        for name, value in at.items():
+            axis = axes.get(name)
+            if axis is None:
+                errors.add(f"{p}.at.{name}", f"no sweep axis {name!r} (axes: {', '.join(a.label for a in sweep) or 'none'})")
+            elif value not in axis.values:
+                errors.add(f"{p}.at.{name}", f"{value!r} is not one of the swept values {list(axis.values)}")
+            else:
+                key.append((axis.path, value))
+        for label, entry in (pt.raw("values") or {}).items():
+            if label not in labels:
+                errors.add(f"{p}.values.{label}", f"no variant labelled {label!r}")
+                continue
+            for metric, value in _metric_values(entry, f"{p}.values.{label}", errors).items():
+                if value is not None:
+                    points.append((tuple(sorted(key)), label, metric, value))
     findings = tuple(str(f) for f in (o.get("findings", a_list, default=[]) or []))
     expect: list[Expectation] = []
     for k, item in enumerate(o.get("expect", a_list, default=[]) or []):
@@ -479,7 +512,8 @@ def _published(data: Any, errors: Errors, labels: list[str], windows: set[str], 
         qdata = {key: item[key] for key in ("metric", "flow", "link", "window") if key in item}
         q = _quantity(qdata, p, errors, flows, links, windows, window or (sorted(windows)[0] if windows else None))
         claim = e.get("claim", text, required=True)
-        at_least, at_most = e.get("at_least", number()), e.get("at_most", number())
+        parse = metric_value(q.metric) if q is not None else number()
+        at_least, at_most = e.get("at_least", parse), e.get("at_most", parse)
         pub = e.get("published", number())
         if kind == "bound" and at_least is None and at_most is None:
             errors.add(p, "a bound needs at_least or at_most")
@@ -487,7 +521,7 @@ def _published(data: Any, errors: Errors, labels: list[str], windows: set[str], 
             expect.append(Expectation(kind, q, variants, claim, at_least, at_most, pub))
     if source is None:
         return None
-    return Published(source, window, ideal, values, findings, tuple(expect))
+    return Published(source, window, ideal, values, findings, tuple(expect), tuple(points))
 
 
 # -- the file ----------------------------------------------------------------------------------------------
@@ -711,7 +745,7 @@ def parse(doc: Any, source: str = "<scenario>", overrides: tuple[tuple[str, Any]
     published = None
     if o.has("published"):
         published = _published(o.raw("published"), errors, [v.label for v in variants], wnames,
-                               {f.name for f in base.flows}, _link_names(base.topology))
+                               {f.name for f in base.flows}, _link_names(base.topology), tuple(sweep))
     errors.raise_if_any(source)
     sf = ScenarioFile(source, doc, base.name, base.title, base.paper, tuple(variants), tuple(sweep), published,
                       str(doc.get("description", "")), tuple(overrides))

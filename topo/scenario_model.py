@@ -10,7 +10,10 @@ PAPERS = ("handoff-ssthresh", "dsbp", "ucc", "ipf-mred", "none")
 AQMS = ("droptail", "red", "mred")
 OUTAGE_RULES = ("excluded", "credited")
 FLOW_METRICS = ("throughput", "percent_of_ideal", "loss_rate", "data_losses", "delivered_bytes", "dummies_sent")
-LINK_METRICS = ("utilization", "max_avg_queue", "max_queue", "drops")
+LINK_METRICS = ("utilization", "max_avg_queue", "max_queue", "min_queue", "drops")
+#: Metrics measured in b/s and as fractions (shown in Mb/s and %; files may write '2Mbps', '5%').
+RATE_METRICS = ("throughput", "total_throughput", "ideal")
+FRACTION_METRICS = ("loss_rate", "utilization")
 GLOBAL_METRICS = ("total_throughput", "ideal")
 METRICS = FLOW_METRICS + LINK_METRICS + GLOBAL_METRICS
 COMPARED = "compared"
@@ -256,9 +259,11 @@ class Published:
     source: str
     window: str | None
     ideal_bps: float | None
-    values: dict[str, dict[str, float]]        # variant label -> {"throughput": b/s, "percent_of_ideal": %}
+    values: dict[str, dict[str, float]]        # variant label -> {metric: value in the metric's base unit}
     findings: tuple[str, ...]
     expect: tuple[Expectation, ...]
+    #: values read off the paper's figures at sweep points: (((sweep path, value), ...), label, metric, value)
+    points: tuple[tuple[tuple[tuple[str, Any], ...], str, str, float], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,18 @@ from topo.scenario_model import MobileHostSpec, MobilityOp, Topology
 from topo.units import Errors, parse_time
 
 PREVIOUS = "<previous>"   # the interface that was active before the last handoff (an overlap's old one)
+#: What an overlap handoff does to the old cell: `kept` (simultaneous bindings,
+#: DSBP's model: it delivers what it holds until the MH leaves the overlap) or
+#: `dropped` (a single binding: the MH's radio leaves it at the handoff and
+#: what was queued there for the MH is lost).
+OLD_PATHS = ("kept", "dropped")
 _MOVE_KINDS = ("switch", "alternate", "visits", "overlap", "attach", "detach", "handoff")
+
+
+def _old_path(v: Any) -> str:
+    if v not in OLD_PATHS:
+        raise ValueError(f"must be one of {', '.join(OLD_PATHS)}, got {v!r}")
+    return v
 
 
 def _times(v: Any) -> list[float]:
@@ -52,7 +63,7 @@ def moves(mh: MobileHostSpec, raw: Any, path: str, errors: Errors, cells: set[st
         kind = kinds[0]
         extra = {"switch": ("at", "outage", "warn"), "alternate": ("at", "outage", "warn"),
                  "visits": ("at", "stay", "outage", "warn"),
-                 "overlap": ("enter", "dwell", "geometry", "handoff_fraction"),
+                 "overlap": ("enter", "dwell", "geometry", "handoff_fraction", "old_path"),
                  "attach": ("at",), "detach": ("at",), "handoff": ("at",)}[kind]
         o = Obj(item, p, errors, (kind, "label", *extra))
         label = o.get("label", name_of)
@@ -79,6 +90,7 @@ def moves(mh: MobileHostSpec, raw: Any, path: str, errors: Errors, cells: set[st
             iface, cell = iface_of("iface"), cell_of(body)
             enter = o.get("enter", time_value, required=True)
             frac = o.get("handoff_fraction", number(0.0, 1.0), default=0.5)
+            old_path = o.get("old_path", _old_path, default="kept")
             dwell = None
             if o.has("dwell") == o.has("geometry"):
                 errors.add(p, "give exactly one of dwell (seconds in the overlap) or geometry")
@@ -95,12 +107,13 @@ def moves(mh: MobileHostSpec, raw: Any, path: str, errors: Errors, cells: set[st
                         errors.add(f"{p}.geometry", f"cells of radius {radius} m {distance} m apart do not overlap")
                     else:
                         dwell = overlap_m / (speed / 3.6)
-            if None in (iface, cell, enter, dwell, frac):
+            if None in (iface, cell, enter, dwell, frac, old_path):
                 continue
             handoff = enter + dwell * frac
+            release = handoff if old_path == "dropped" else enter + dwell
             ops += [MobilityOp(enter, mh.name, "attach", iface, cell, probe=True),
                     MobilityOp(handoff, mh.name, "handoff", iface),
-                    MobilityOp(enter + dwell, mh.name, "detach", PREVIOUS, notify=False)]
+                    MobilityOp(release, mh.name, "detach", PREVIOUS, notify=False)]
             if label:
                 marks.update({f"{label}.enter": enter, f"{label}.handoff": handoff, f"{label}.leave": enter + dwell})
             continue

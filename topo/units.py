@@ -81,6 +81,19 @@ def parse_time(value: object, *, allow_zero: bool = True) -> float:
     return v
 
 
+def parse_fraction(value: object) -> float:
+    """A fraction from 0.05 or '5%' / '5 %' (the reports show fractions as percentages)."""
+    if isinstance(value, str) and value.strip().endswith("%"):
+        v = _number(value.strip()[:-1].strip())
+        if v is None:
+            raise ValueError(f"not a percentage: {value!r}")
+        return v / 100
+    v = _number(value)
+    if v is None:
+        raise ValueError(f"not a fraction: {value!r} (a number such as 0.05, or '5%')")
+    return v
+
+
 def format_rate(bps: float) -> str:
     """A rate the way the papers write it: 384 kb/s, 3.192 Mb/s."""
     if bps >= 1e6:

@@ -49,6 +49,8 @@ class SenderControl(Protocol):
     ssthresh: int
     mss: int
     max_cwnd: int
+    snd_una: int   # sequence numbers, unwrapped (they only grow)
+    snd_max: int
     local_addr: str
     remote_addr: str
     peer_home: str

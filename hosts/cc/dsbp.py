@@ -49,6 +49,8 @@ class Dsbp(CongestionControl):
         self.dummies_sent = 0
         self.dummy_acks = 0
         self.handoff_counts: list[int] = []  # dummy ACKs counted at each handoff
+        self._probed = 0                     # the window (bytes) the last handoff's probing found
+        self._old_path_end: int | None = None  # SND.MAX at that handoff: data below it left on the old path
 
     def on_notify(self, note: "Notification", now: float) -> None:
         ctl = self.ctl
@@ -66,11 +68,33 @@ class Dsbp(CongestionControl):
             window = self._probe_rtt()
             count = sum(1 for t in self._dummy_acks if t > now - window)
             self.handoff_counts.append(count)
-            ctl.ssthresh = max(2, count) * ctl.mss
+            ctl.ssthresh = self._probed = max(2, count) * ctl.mss
+            self._old_path_end = ctl.snd_max
             if not ctl.in_recovery:  # in fast recovery the exit sets cwnd from ssthresh
                 ctl.cwnd = ctl.ssthresh
             ctl.trace("dsbp_handoff", now, f"dummy_acks={count} window={window:.6f}")
             self._stop()
+
+    def on_loss(self, now: float) -> None:
+        """A loss on the old path says nothing about the new one: keep the probed window."""
+        if self._old_path_loss():
+            self.ctl.ssthresh = self._probed
+            self.ctl.trace("dsbp_old_path_loss", now, "fast retransmit")
+        else:
+            super().on_loss(now)
+
+    def on_rto(self, now: float) -> None:
+        super().on_rto(now)
+        if self._old_path_loss():
+            self.ctl.ssthresh = self._probed
+            self.ctl.trace("dsbp_old_path_loss", now, "timeout")
+
+    def _old_path_loss(self) -> bool:
+        """Is the first unacknowledged segment one sent before the last handoff (on the old path)?"""
+        end = self._old_path_end
+        if end is not None and self.ctl.snd_una >= end:
+            self._old_path_end = end = None
+        return end is not None
 
     def _probe_rtt(self) -> float:
         return self.probe_rtt or self.ctl.srtt or DEFAULT_RTT

@@ -72,8 +72,13 @@ class Link:
         return merged
 
     def counters(self) -> dict[str, object]:
+        """`bytes_sent` counts what has been serialised by now: a packet still being
+        transmitted counts with the part already on the wire (utilisation ≤ 100 %)."""
+        on_wire = self.bytes_sent
+        if self.rate_bps is not None and self.busy_until > self.sim.now:
+            on_wire -= (self.busy_until - self.sim.now) * self.rate_bps / 8
         return {"link": self.name, "offered": self.offered, "sent": self.sent,
-                "delivered": self.delivered, "bytes_sent": self.bytes_sent,
+                "delivered": self.delivered, "bytes_sent": on_wire,
                 "bytes_delivered": self.bytes_delivered, "drops": self.drops,
                 "queue": len(self.queue), "avg": self.queue.avg}
 
