@@ -155,6 +155,7 @@ class _Ctl:
         self.peer_home, self.mss, self.in_recovery = MH, MSS, in_recovery
         self.cwnd, self.ssthresh, self.srtt, self.ts_hz = 90 * MSS, 45 * MSS, 0.06, 1000
         self.last_data_segment = None
+        self.snd_una, self.snd_max, self.flight_size = 0, 90 * MSS, 90 * MSS
 
     def trace(self, event: str, now: float, detail: str = "") -> None:
         pass
@@ -170,3 +171,47 @@ def test_handoff_in_fast_recovery_sets_only_ssthresh(in_recovery: bool) -> None:
     cc.on_notify(Notification(Event.HANDOFF, 2, MH, MH2), 1.03)
     assert ctl.ssthresh == 30 * MSS
     assert ctl.cwnd == (90 * MSS if in_recovery else 30 * MSS)
+
+
+def _dummy_ack(cc: Dsbp, t: float) -> None:
+    cc.on_dummy_ack(Segment(MH2, CH, 5001, 40000, 0, 0, ACK, 0, dummy=True, dscp=DSCP_LE), t)
+
+
+def _probed_handoff(ctl: _Ctl, acks: int = 30) -> Dsbp:
+    cc = Dsbp()
+    cc.attach(ctl)  # type: ignore[arg-type]
+    cc.on_notify(Notification(Event.PROBE_UP, 1, MH, MH2), 0.0)
+    for k in range(acks):
+        _dummy_ack(cc, 1.0 + k * 0.001)
+    cc.on_notify(Notification(Event.HANDOFF, 2, MH, MH2), 1.03)
+    return cc
+
+
+def test_richer_cell_opens_cwnd_one_segment_per_returning_dummy_ack() -> None:
+    ctl = _Ctl(False)
+    ctl.cwnd = 10 * MSS
+    cc = _probed_handoff(ctl)
+    assert ctl.ssthresh == 30 * MSS and ctl.cwnd == 10 * MSS  # no burst at the handoff
+    for k in range(5):
+        _dummy_ack(cc, 1.04 + k * 0.001)
+    assert ctl.cwnd == 15 * MSS
+    for k in range(40):
+        _dummy_ack(cc, 1.05 + k * 0.001)
+    assert ctl.cwnd == 30 * MSS  # never beyond what the probes found
+    ctl.cwnd = 12 * MSS
+    _dummy_ack(cc, 1.03 + 0.07)  # more than one probe RTT (60 ms) after the handoff: over
+    assert ctl.cwnd == 12 * MSS
+
+
+def test_old_path_losses_keep_the_probed_window_new_path_losses_halve() -> None:
+    ctl = _Ctl(False)
+    cc = _probed_handoff(ctl)
+    ctl.ssthresh = 0
+    cc.on_loss(1.2)  # SND.UNA is below SND.MAX at the handoff: a segment of the old path
+    assert ctl.ssthresh == 30 * MSS
+    cc.on_rto(1.5)
+    assert ctl.ssthresh == 30 * MSS and ctl.cwnd == MSS
+    ctl.snd_una = ctl.snd_max  # everything sent on the old path is acknowledged
+    ctl.flight_size = 40 * MSS
+    cc.on_loss(2.0)
+    assert ctl.ssthresh == 20 * MSS

@@ -11,13 +11,21 @@ without timestamps.
 Receiver (ours, same scheme): the core answers every dummy data segment
 with a marked dummy ACK from the probed address; dummies never touch
 sequence state, so they are never duplicates or losses.
-On HANDOFF: cwnd = ssthresh = the number of dummy ACKs received in the last
-probe-path RTT before the handoff (floor 2 segments) - during fast recovery
-only ssthresh, so the recovery's inflated window is not cut under the flight
-(that stalled it until an RTO) and its exit sets cwnd - then normal NewReno:
-cwnd / RTT on the new path equals the rate at which dummy ACKs came back
-(at most rwnd / RTT, the probing rate). PROBE_DOWN stops probing and
-changes nothing; a HANDOFF without probing changes nothing either.
+On HANDOFF: ssthresh = N, the number of dummy ACKs received in the last
+probe-path RTT before the handoff (floor 2 segments). A poorer new cell
+(N below cwnd): cwnd = N at once. A richer one: "one real data segment per
+dummy ACK received" - each dummy ACK still returning during the next
+probe-path RTT opens cwnd by one segment, up to N, so the new path is
+filled at the rate the probes came back instead of by one line-rate burst
+(which overflowed the new cell's buffer); if dummy ACKs stop short, slow
+start continues to ssthresh. During fast recovery only ssthresh is set, so
+the recovery's inflated window is not cut under the flight (that stalled
+it until an RTO) and its exit sets cwnd. Afterwards normal NewReno: cwnd /
+RTT on the new path equals the rate at which dummy ACKs came back (at most
+rwnd / RTT, the probing rate). A loss of a segment sent before the handoff
+(on the old path) keeps ssthresh at N instead of halving: it says nothing
+about the new path. PROBE_DOWN stops probing and changes nothing; a HANDOFF
+without probing changes nothing either.
 """
 from __future__ import annotations
 
@@ -51,6 +59,7 @@ class Dsbp(CongestionControl):
         self.handoff_counts: list[int] = []  # dummy ACKs counted at each handoff
         self._probed = 0                     # the window (bytes) the last handoff's probing found
         self._old_path_end: int | None = None  # SND.MAX at that handoff: data below it left on the old path
+        self._ramp: tuple[str, float] | None = None  # (probed address, until): dummy ACKs still open cwnd
 
     def on_notify(self, note: "Notification", now: float) -> None:
         ctl = self.ctl
@@ -68,10 +77,13 @@ class Dsbp(CongestionControl):
             window = self._probe_rtt()
             count = sum(1 for t in self._dummy_acks if t > now - window)
             self.handoff_counts.append(count)
-            ctl.ssthresh = self._probed = max(2, count) * ctl.mss
+            target = ctl.ssthresh = self._probed = max(2, count) * ctl.mss
             self._old_path_end = ctl.snd_max
             if not ctl.in_recovery:  # in fast recovery the exit sets cwnd from ssthresh
-                ctl.cwnd = ctl.ssthresh
+                if target <= ctl.cwnd:
+                    ctl.cwnd = target  # a poorer cell: never flood it
+                else:  # a richer one: one more data segment per dummy ACK still coming back
+                    self._ramp = (self.probe_addr, now + window)
             ctl.trace("dsbp_handoff", now, f"dummy_acks={count} window={window:.6f}")
             self._stop()
 
@@ -119,6 +131,14 @@ class Dsbp(CongestionControl):
         self._next_dummy = now + self._probe_rtt() / rwnd
 
     def on_dummy_ack(self, segment: "Segment", now: float) -> None:
+        if self._ramp is not None:
+            addr, until = self._ramp
+            ctl = self.ctl
+            if now > until or ctl.cwnd >= self._probed:
+                self._ramp = None
+            elif segment.src == addr:
+                ctl.cwnd = min(ctl.cwnd + ctl.mss, self._probed)
+            return
         if self.probe_addr is None or segment.src != self.probe_addr:
             return
         self.dummy_acks += 1
