@@ -246,7 +246,11 @@ def evaluate(res: Results, e: Expectation, point: tuple) -> tuple[bool | None, s
     if e.kind == "order":
         holds = all(means[a] > means[b] for a, b in zip(e.variants, e.variants[1:]))
         texts = fmt_apart(metric, [means[v] for v in e.variants])
-        return holds, " > ".join(f"{v} {t}" for v, t in zip(e.variants, texts)) + f" {unit(metric)}"
+        shown = f"{e.variants[0]} {texts[0]}"
+        for k in range(1, len(e.variants)):
+            a, b = means[e.variants[k - 1]], means[e.variants[k]]
+            shown += f" {'>' if a > b else '=' if a == b else '<'} {e.variants[k]} {texts[k]}"
+        return holds, f"{shown} {unit(metric)}"
     if e.kind == "ratio":
         a, b = e.variants
         r = means[a] / means[b] if means[b] else math.inf
@@ -263,8 +267,8 @@ def required(e: Expectation) -> str:
     """The claim's bound in the unit its values are shown in (a ratio is a plain number)."""
     metric = "ratio" if e.kind == "ratio" else e.quantity.metric
     suffix = "" if e.kind == "ratio" else f" {unit(metric)}"
-    parts = [f"≥ {fmt(metric, e.at_least, 1)}{suffix}" if e.at_least is not None else "",
-             f"≤ {fmt(metric, e.at_most, 1)}{suffix}" if e.at_most is not None else ""]
+    parts = [f"≥ {fmt(metric, e.at_least)}{suffix}" if e.at_least is not None else "",
+             f"≤ {fmt(metric, e.at_most)}{suffix}" if e.at_most is not None else ""]
     return " and ".join(x for x in parts if x) or "as stated"
 
 

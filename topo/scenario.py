@@ -451,7 +451,7 @@ def _metric_values(entry: Any, p: str, errors: Errors) -> dict[str, float]:
 
 
 def _published(data: Any, errors: Errors, labels: list[str], windows: set[str], flows: set[str],
-               links: set[str], sweep: tuple[SweepAxis, ...] = ()) -> Published | None:
+               links: set[str], sweep: tuple[SweepAxis, ...] = (), table: tuple[Quantity, ...] = ()) -> Published | None:
     path = "published"
     o = Obj(data, path, errors, ("source", "window", "ideal", "values", "points", "findings", "expect"))
     if not o.ok:
@@ -515,9 +515,12 @@ def _published(data: Any, errors: Errors, labels: list[str], windows: set[str], 
         parse = metric_value(q.metric) if q is not None else number()
         at_least, at_most = e.get("at_least", parse), e.get("at_most", parse)
         pub = e.get("published", number())
-        if kind == "bound" and at_least is None and at_most is None:
+        if kind == "bound" and not e.has("at_least") and not e.has("at_most"):
             errors.add(p, "a bound needs at_least or at_most")
-        if q is not None and claim is not None:
+        if q is not None and q not in table:
+            errors.add(p, f"{q.metric} of {q.flow or q.link or 'all flows'} in window {q.window} is not in "
+                          "measure.table: a claim is checked on a quantity the report measures")
+        elif q is not None and claim is not None:
             expect.append(Expectation(kind, q, variants, claim, at_least, at_most, pub))
     if source is None:
         return None
@@ -743,9 +746,10 @@ def parse(doc: Any, source: str = "<scenario>", overrides: tuple[tuple[str, Any]
     assert base is not None
     wnames = {w.name for w in base.measure.windows}
     published = None
-    if o.has("published"):
-        published = _published(o.raw("published"), errors, [v.label for v in variants], wnames,
-                               {f.name for f in base.flows}, _link_names(base.topology), tuple(sweep))
+    if base_doc.get("published") is not None:   # as overridden (--set published.…)
+        published = _published(base_doc["published"], errors, [v.label for v in variants], wnames,
+                               {f.name for f in base.flows}, _link_names(base.topology), tuple(sweep),
+                               base.measure.table)
     errors.raise_if_any(source)
     sf = ScenarioFile(source, doc, base.name, base.title, base.paper, tuple(variants), tuple(sweep), published,
                       str(doc.get("description", "")), tuple(overrides))

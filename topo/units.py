@@ -84,10 +84,10 @@ def parse_time(value: object, *, allow_zero: bool = True) -> float:
 def parse_fraction(value: object) -> float:
     """A fraction from 0.05 or '5%' / '5 %' (the reports show fractions as percentages)."""
     if isinstance(value, str) and value.strip().endswith("%"):
-        v = _number(value.strip()[:-1].strip())
-        if v is None:
-            raise ValueError(f"not a percentage: {value!r}")
-        return v / 100
+        try:
+            return float(value.strip()[:-1]) / 100
+        except ValueError:
+            raise ValueError(f"not a percentage: {value!r}") from None
     v = _number(value)
     if v is None:
         raise ValueError(f"not a fraction: {value!r} (a number such as 0.05, or '5%')")

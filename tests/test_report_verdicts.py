@@ -1,0 +1,117 @@
+"""Reports tell the truth loudly (issue 9): a verdict per claim, no rounding that hides a failure,
+one unit per value, published values for any metric and at sweep points, utilisation ≤ 100 %."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from hosts.sim.engine import Simulator
+from hosts.sim.link import Link
+from hosts.sim.packet import Packet
+from topo.report import Verdict, claims_console, fmt_apart, required, verdicts
+from topo.runner import run_scenario
+from topo.scenario import SweepAxis, load
+from topo.sim_backend import SimBackend
+from topo.units import ScenarioError
+
+ROOT = Path(__file__).resolve().parent.parent
+VH = ROOT / "traces" / "vh-wlan-to-3g.yaml"
+SHORT = (("duration", 16), ("measure.plot_range", [8, 16]),
+         ("measure.table", [{"metric": "throughput", "flow": "main"}, {"metric": "loss_rate", "flow": "main"}]))
+CLAIMS = [
+    {"claim": "Bandwidth-Aware beats TCP/mm", "order": ["Bandwidth-Aware", "TCP/mm"], "metric": "throughput",
+     "flow": "main", "window": "handoff"},
+    {"claim": "TCP/mm beats Bandwidth-Aware", "order": ["TCP/mm", "Bandwidth-Aware"], "metric": "throughput",
+     "flow": "main", "window": "handoff"},
+    {"claim": "TCP/mm loses almost nothing", "variant": "TCP/mm", "metric": "loss_rate", "flow": "main",
+     "window": "handoff", "at_most": "0.1%"},
+]
+
+
+def _run(tmp_path: Path, overrides: tuple = (), sweep: tuple = ()):
+    sf = load(VH, (*SHORT, ("published.expect", CLAIMS), *overrides), sweep, ("newreno", "bwaware"))
+    return run_scenario(sf, SimBackend(), seed=None, repeats=1, results_root=tmp_path, run_id="r",
+                        progress_out=None, make_plots=False)
+
+
+def test_every_claim_gets_a_verdict_on_the_console_and_in_the_report(tmp_path: Path) -> None:
+    res = _run(tmp_path)
+    words = {v.claim: v.word for v in verdicts(res)}
+    assert words["Bandwidth-Aware beats TCP/mm"] == "holds"
+    assert words["TCP/mm beats Bandwidth-Aware"] == "does not hold"
+    console = claims_console(res)
+    assert "HOLDS" in console and "DOES NOT HOLD" in console
+    assert console.count("\n") >= len(CLAIMS)
+    report = (res.directory / "report.md").read_text()
+    assert "| **holds** | Bandwidth-Aware beats TCP/mm |" in report
+    assert "| **does not hold** | TCP/mm beats Bandwidth-Aware |" in report
+    # the loss-rate bound is shown in the unit of the value beside it: percent, not a fraction
+    assert "≤ 0.10 %" in report and "≤ 0.001" not in report
+
+
+def test_a_sweep_verdict_counts_the_points_where_the_claim_holds(tmp_path: Path) -> None:
+    res = _run(tmp_path, sweep=(SweepAxis("topology.cells.g3.queue.limit", "3G buffer", (5, 40)),))
+    points = res.scenario_file.points()
+    key = res.records[0].scenario.measure.table[0].key
+    a, b = (res.mean(p, "TCP/mm", key) for p in points)
+    assert a != b
+    bound = (a + b) / 2   # TCP/mm's throughput lies above this bound at exactly one of the two points
+    claim = dataclasses.replace(res.scenario_file.published.expect[2], claim="between",
+                                quantity=res.records[0].scenario.measure.table[0], at_most=None, at_least=bound)
+    pub = dataclasses.replace(res.scenario_file.published, expect=(claim,))
+    res.scenario_file = dataclasses.replace(res.scenario_file, published=pub)
+    (v,) = verdicts(res)
+    assert (v.held, v.measured, v.points) == (1, 2, 2) and v.word == "holds at 1 of 2 points"
+    assert v.example.startswith("fails at 3G buffer = ")
+
+
+def test_verdict_words() -> None:
+    assert Verdict("c", 0, 0, 3, "").word == "not measurable here"
+    assert Verdict("c", 2, 2, 3, "").word == "holds"
+    assert Verdict("c", 0, 2, 2, "").word == "does not hold"
+
+
+def test_values_that_differ_never_read_the_same() -> None:
+    assert fmt_apart("utilization", [0.994712, 0.994741]) == ["99.471", "99.474"]
+    assert fmt_apart("throughput", [2.0e6, 2.0e6]) == ["2.000", "2.000"]  # equal values may read the same
+    assert fmt_apart("drops", [21.0, 19.0]) == ["21", "19"]
+
+
+def test_bounds_are_written_in_the_values_unit() -> None:
+    sf = load(VH, (*SHORT, ("published.expect", CLAIMS)), (), ("newreno", "bwaware"))
+    assert required(sf.published.expect[2]) == "≤ 0.10 %"
+
+
+def test_published_values_for_any_metric_and_at_sweep_points() -> None:
+    sweep = (SweepAxis("topology.cells.g3.queue.limit", "3G buffer", (5, 40)),)
+    sf = load(VH, (*SHORT, ("published.values", {"TCP/mm": {"throughput": "117kbps", "loss_rate": "2%"}}),
+                   ("published.points", [{"at": {"3G buffer": 5}, "values": {"TCP/mm": {"throughput": 0.1e6}}}])),
+              sweep, ("newreno", "bwaware"))
+    assert sf.published.values["TCP/mm"] == {"throughput": 117e3, "loss_rate": 0.02}
+    assert sf.published.points == (((("topology.cells.g3.queue.limit", 5),), "TCP/mm", "throughput", 0.1e6),)
+    with pytest.raises(ScenarioError) as exc:
+        load(VH, (*SHORT, ("published.points", [{"at": {"buffer": 7}, "values": {}}])), sweep, ("newreno",))
+    assert "published.points[0].at.buffer" in str(exc.value.errors)
+
+
+def test_a_claim_on_a_quantity_the_report_does_not_measure_is_refused() -> None:
+    claim = {**CLAIMS[2], "metric": "data_losses"}
+    with pytest.raises(ScenarioError) as exc:
+        load(VH, (*SHORT, ("published.expect", [claim])), (), ("newreno",))
+    assert "not in measure.table" in str(exc.value.errors)
+
+
+def test_utilisation_counts_only_what_was_serialised_by_the_edge() -> None:
+    sim = Simulator()
+    sink = type("Sink", (), {"receive": lambda self, pkt, link: None})()
+    link = Link(sim, "l", 1e6, 0.001, sink)
+    for _ in range(20):
+        link.send(Packet(None, 1000, "a", "b"))
+    edge = 0.0123  # in the middle of the 2nd packet's transmission
+    sim.at(edge, lambda: seen.append(link.counters()["bytes_sent"]))
+    seen: list[float] = []
+    sim.run(1.0)
+    assert seen[0] == pytest.approx(1e6 / 8 * edge)
+    assert seen[0] < 2 * 1000  # two packets have started, not two finished
