@@ -87,6 +87,7 @@ class Cdg(CongestionControl):
         self.sample_cnt = 0
         self._cwr_end: int | None = None  # byte position ending the current delay backoff (Linux CWR)
         self._loss_end: int | None = None  # byte position ending the current timeout recovery (Linux Loss)
+        self._exited_recovery = False  # the ACK being processed ended fast recovery
         self._rng: random.Random | None = None
         self.backoffs: list[tuple[float, int]] = []  # (time, gradient µs) of each delay backoff
 
@@ -98,7 +99,8 @@ class Cdg(CongestionControl):
         self.rounds.ack(info.acked)
         if info.rtt is not None:
             self._sample(round(info.rtt * 1e6), info.acked)
-        if self._cwr_end is not None and self.rounds.acked >= self._cwr_end:
+        if self._exited_recovery or (self._cwr_end is not None and self.rounds.acked >= self._cwr_end):
+            self._exited_recovery = False
             self._complete_cwr()
         if info.in_recovery or self._cwr_end is not None:
             return
@@ -251,8 +253,9 @@ class Cdg(CongestionControl):
         ctl.trace("cdg_loss", now, f"state={self.state.name} shadow={self.shadow}")
 
     def on_recovery_exit(self, now: float) -> None:
+        """Deflate (core's rule); the reduction ends on this ACK's on_ack, once its bytes are counted."""
         super().on_recovery_exit(now)
-        self._complete_cwr()
+        self._exited_recovery = True
 
     def on_rto(self, now: float) -> None:
         ctl = self.ctl
