@@ -1,7 +1,7 @@
 """CDG, CAIA Delay-Gradient (Hayes & Armitage, IFIP Networking 2011), after Linux net/ipv4/tcp_cdg.c.
 
-Followed: torvalds/linux net/ipv4/tcp_cdg.c at ddd5856cf2d0 (same logic since
-v4.2), defaults window 8, backoff_beta 0.7071 (724/1024), backoff_factor 42,
+Followed: torvalds/linux net/ipv4/tcp_cdg.c as stored at commit ddd5856cf2d0
+(the module added in v4.2, still with prandom_u32), defaults window 8, backoff_beta 0.7071 (724/1024), backoff_factor 42,
 hystart_detect 3, use_ineff 5, use_shadow on, use_tolerance off.
 
 Per round trip (`rounds.Rounds`) the minimum and maximum RTT sample are kept;

@@ -1,10 +1,10 @@
 """CHD, CAIA-Hamilton-Delay (Hayes & Armitage, LCN 2010), after FreeBSD sys/netinet/cc/cc_chd.c.
 
 Followed: freebsd/freebsd-src sys/netinet/cc/cc_chd.c at e35abecc4ef7
-(MODULE_VERSION 2; logic unchanged since FreeBSD 9) and the RTT it reads from
-sys/netinet/khelp/h_ertt.c. Defaults: queue_threshold 20 ms (the UCC paper's
-q_th), queue_min 5 ms, pmax 50 %, loss_fair on, use_max on (FreeBSD's are in
-ticks; 1 tick = 1 ms at HZ=1000).
+(MODULE_VERSION 2; the UCC paper ran FreeBSD 9's, not compared line by
+line) and the RTT it reads from sys/netinet/khelp/h_ertt.c. Defaults:
+queue_threshold 20 ms (the UCC paper's q_th), queue_min 5 ms, pmax 50 %,
+loss_fair on, use_max on (FreeBSD's are in ticks; 1 tick = 1 ms at HZ=1000).
 
 Once per round trip (`rounds.Rounds`, FreeBSD: ERTT's marked packet) qdly =
 (largest RTT sample of the round if use_max, else the latest) - smallest RTT
