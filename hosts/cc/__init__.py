@@ -9,6 +9,8 @@ from typing import Callable
 
 from hosts.cc.base import AckInfo, CongestionControl, SenderControl
 from hosts.cc.bwaware import BandwidthAware
+from hosts.cc.cdg import Cdg
+from hosts.cc.chd import Chd
 from hosts.cc.dsbp import Dsbp
 from hosts.cc.freeze import FreezeTcp
 from hosts.cc.immediate import ImmediateExpiration
@@ -25,6 +27,8 @@ SCHEMES: dict[str, Callable[..., CongestionControl]] = {
     "ucc": Ucc,
     "westwood": Westwood,
     "dsbp": Dsbp,
+    "cdg": Cdg,
+    "chd": Chd,
 }
 
 
