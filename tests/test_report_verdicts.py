@@ -115,3 +115,18 @@ def test_utilisation_counts_only_what_was_serialised_by_the_edge() -> None:
     sim.run(1.0)
     assert seen[0] == pytest.approx(1e6 / 8 * edge)
     assert seen[0] < 2 * 1000  # two packets have started, not two finished
+
+
+def test_report_shows_what_the_cell_admitted_by_class_and_dropped_by_cause(tmp_path: Path) -> None:
+    windows = [{"name": "burst", "from": 10, "to": 15}, {"name": "after", "from": 10, "to": 16}]
+    sf = load(ROOT / "traces" / "ipf-burst.yaml", (("duration", 16), ("measure.windows", windows),
+                                                   ("measure.plot_range", [8, 16])), (), ())
+    res = run_scenario(sf, SimBackend(), seed=None, repeats=1, results_root=tmp_path, run_id="r",
+                       progress_out=None, make_plots=False)
+    report = (res.directory / "report.md").read_text()
+    section = report[report.index("## Cell queues"):]
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in section.splitlines()
+            if line.startswith("| ") and "| new | burst |" in line}
+    flush, gradual = rows["handoff flush, IPF (M-RED)"], rows["new connection, RED"]
+    assert int(flush.split(" | ")[4]) > 0      # the flush arrived marked priority
+    assert int(gradual.split(" | ")[4]) == 0   # a new connection's packets are not

@@ -425,8 +425,9 @@ class LabRun:
             dequeued = sum(c.get("aqm_dequeued", {}).values())
             drops = {k: sum(c.get(k, {}).values()) for k in ("aqm_red_dropped", "aqm_overflow_dropped",
                                                                "aqm_dummy_dropped")}
+            admitted = {k: v for k, v in (c.get("aqm_enqueued") or {}).items()}
             snap[cell] = {"bytes_sent": dequeued * wire_bytes(self.scn), "drops": drops, "dequeued": dequeued,
-                          "read_at": round(now, 4)}
+                          "admitted": admitted, "read_at": round(now, 4)}
         return now, snap, rows
 
     def _edges(self) -> None:

@@ -402,6 +402,39 @@ def _losses_section(res: Results) -> list[str]:
     return lines + [""]
 
 
+def _diff(a: dict, b: dict) -> dict[str, float]:
+    return {k: b.get(k, 0) - a.get(k, 0) for k in sorted(set(a) | set(b)) if b.get(k, 0) - a.get(k, 0)}
+
+
+def _cell_counters_section(res: Results) -> list[str]:
+    """What each sampled cell's queue admitted (by class: non-priority, IPF priority, DSBP dummy) and
+    dropped (by cause) in each window: the switch's own counters in the lab, the queue's in the simulator."""
+    rows = []
+    for r in res.records:
+        data = r.data
+        if r.repeat or data is None or not data.link_snapshots:
+            continue
+        where = r.variant + (f" ({point_label(res.scenario_file, r.point)})" if r.point else "")
+        for link in r.scenario.measure.queue_links:
+            for w in r.scenario.measure.windows:
+                a, b = (data.snapshot(t).get(link) for t in (w.t0, w.t1))
+                if a is None or b is None:
+                    continue
+                admitted = _diff(a.get("admitted") or {}, b.get("admitted") or {})
+                drops = _diff(a.get("drops") or {}, b.get("drops") or {})
+                rows.append(f"| {where} | {link} | {w.name} | "
+                            + " | ".join(f"{admitted.get(k, 0):.0f}" for k in ("np", "prio", "dummy")) + " | "
+                            + (", ".join(f"{k} {v:.0f}" for k, v in drops.items()) or "—") + " |")
+    if not rows:
+        return []
+    source = ("the BMv2 switches' counters (aqm_enqueued by class, aqm_*_dropped)" if res.backend == "lab"
+              else "the simulated queues")
+    return ["## Cell queues: admitted and dropped (repeat 0)", "",
+            f"From {source} at the window edges. Priority = IPF's forwarded packets, dummies = DSBP's.", "",
+            "| run | cell | window | admitted non-priority | admitted priority | admitted dummies | dropped, by cause |",
+            "|---|---|---|---|---|---|---|", *rows, ""]
+
+
 def render(res: Results, figures: list[str]) -> str:
     sf = res.scenario_file
     scn0 = res.records[0].scenario
@@ -422,6 +455,7 @@ def render(res: Results, figures: list[str]) -> str:
     if sf.sweep:
         lines += ["Swept: " + "; ".join(f"`{a.path}` ({a.label}) over {list(a.values)}" for a in sf.sweep), ""]
     lines += _losses_section(res)
+    lines += _cell_counters_section(res)
     if figures:
         lines += ["## Plots", ""] + [f"![{f}]({f})" for f in figures] + [""]
     return "\n".join(lines)

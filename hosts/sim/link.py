@@ -80,6 +80,7 @@ class Link:
         return {"link": self.name, "offered": self.offered, "sent": self.sent,
                 "delivered": self.delivered, "bytes_sent": on_wire,
                 "bytes_delivered": self.bytes_delivered, "drops": self.drops,
+                "admitted": dict(self.queue.admitted),
                 "queue": len(self.queue), "avg": self.queue.avg}
 
     # -- data path ----------------------------------------------------------

@@ -49,6 +49,7 @@ class Queue:
         self._data: deque[Packet] = deque()
         self._dummy: deque[Packet] = deque()
         self.drops: dict[str, int] = {}
+        self.admitted = {"np": 0, "prio": 0, "dummy": 0}  # by class, as the switch's aqm_enqueued counter
         self.on_drop: Callable[[Packet, str], None] | None = None  # set by the network's flow accounting
 
     def attach(self, rate_bps: float, rng: random.Random) -> None:
@@ -77,10 +78,12 @@ class Queue:
             if len(self._data) + len(self._dummy) >= self.dummy_threshold:
                 return self._drop(pkt, "dummy")
             self._dummy.append(pkt)
+            self.admitted["dummy"] += 1
             return True
         if len(self._data) >= self.limit:
             return self._drop(pkt, "overflow")
         self._data.append(pkt)
+        self.admitted["prio" if pkt.klass == PRIORITY else "np"] += 1
         return True
 
     def dequeue(self, now: float) -> Packet | None:
