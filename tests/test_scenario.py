@@ -192,6 +192,17 @@ def test_overlap_from_geometry_and_visits_come_back() -> None:
     assert ops[0].at == pytest.approx(10 + 8 + 0.05)               # second MH starts 8 s later
 
 
+def test_overlap_old_path_dropped_releases_the_old_cell_at_the_handoff() -> None:
+    path = "topology.mobile_hosts.mh.moves.0.old_path"
+    sf = load(TRACES / "dsbp-capacity.yaml", ((path, "dropped"),))
+    scn = sf.resolve(sf.variants[0], sf.points()[0])
+    detach = next(op for op in scn.mobility if op.op == "detach")
+    assert detach.at == pytest.approx(scn.marks["ov.handoff"]) and detach.at < scn.marks["ov.leave"]
+    with pytest.raises(ScenarioError) as exc:
+        load(TRACES / "dsbp-capacity.yaml", ((path, "lost"),))
+    assert "must be one of kept, dropped" in str(exc.value.errors)
+
+
 def test_mobile_host_count_sweep_moves_flows_with_it() -> None:
     sf = load(TRACES / "ipf-mh-count.yaml")
     for point in sf.points():

@@ -19,7 +19,6 @@ from topo.scenario_model import FRACTION_METRICS, RATE_METRICS
 from topo.units import format_rate
 
 
-
 def fmt(metric: str, v: float | None, extra: int = 0) -> str:
     """A value in the unit the papers use: Mb/s, %, packets, counts (`extra` more decimals)."""
     if v is None or (isinstance(v, float) and math.isnan(v)):

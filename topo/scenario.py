@@ -27,7 +27,8 @@ from topo.fields import (Obj, a_list, address, boolean, item_path, name_of, numb
                          rate_or_none, text, time_value, whole)
 from topo.rawdoc import expand_counts, get_path, set_path, split_path
 from topo.scenario_model import (AQMS, COMPARED, FLOW_METRICS, FRACTION_METRICS, HEADER_BYTES, LINK_METRICS, METRICS,
-                                 OUTAGE_RULES, PAPERS, RATE_METRICS, SCENARIO_RE, BackgroundHostSpec, BaseStationSpec, CellSpec, Expectation,
+                                 OUTAGE_RULES, PAPERS, RATE_METRICS, SCENARIO_RE, BackgroundHostSpec, BaseStationSpec,
+                                 CellSpec, Expectation,
                                  FlowSpec, HostSpec, IdealSpec, LinkSpec, Measure, MobileHostSpec, MobilityOp,
                                  Published, Quantity, QueueSpec, Scenario, SweepAxis, TcpSpec, Topology, Variant,
                                  Window)
@@ -451,7 +452,8 @@ def _metric_values(entry: Any, p: str, errors: Errors) -> dict[str, float]:
 
 
 def _published(data: Any, errors: Errors, labels: list[str], windows: set[str], flows: set[str],
-               links: set[str], sweep: tuple[SweepAxis, ...] = (), table: tuple[Quantity, ...] = ()) -> Published | None:
+               links: set[str], sweep: tuple[SweepAxis, ...] = (),
+               table: tuple[Quantity, ...] = ()) -> Published | None:
     path = "published"
     o = Obj(data, path, errors, ("source", "window", "ideal", "values", "points", "findings", "expect"))
     if not o.ok:
@@ -479,7 +481,8 @@ def _published(data: Any, errors: Errors, labels: list[str], windows: set[str], 
         for name, value in at.items():
             axis = axes.get(name)
             if axis is None:
-                errors.add(f"{p}.at.{name}", f"no sweep axis {name!r} (axes: {', '.join(a.label for a in sweep) or 'none'})")
+                names = ", ".join(a.label for a in sweep) or "none"
+                errors.add(f"{p}.at.{name}", f"no sweep axis {name!r} (axes: {names})")
             elif value not in axis.values:
                 errors.add(f"{p}.at.{name}", f"{value!r} is not one of the swept values {list(axis.values)}")
             else:
