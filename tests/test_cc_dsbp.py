@@ -215,3 +215,15 @@ def test_old_path_losses_keep_the_probed_window_new_path_losses_halve() -> None:
     ctl.flight_size = 40 * MSS
     cc.on_loss(2.0)
     assert ctl.ssthresh == 20 * MSS
+
+
+def test_after_a_recovery_at_the_handoff_returning_dummy_acks_open_cwnd() -> None:
+    ctl = _Ctl(True)
+    cc = _probed_handoff(ctl)
+    assert ctl.ssthresh == 30 * MSS and ctl.cwnd == 90 * MSS
+    _dummy_ack(cc, 1.031)
+    assert ctl.cwnd == 90 * MSS          # still in recovery: its inflation rules
+    ctl.in_recovery, ctl.cwnd = False, 12 * MSS   # the exit deflated to the flight
+    for k in range(3):
+        _dummy_ack(cc, 1.04 + k * 0.001)
+    assert ctl.cwnd == 15 * MSS          # paced by the probes, not slow start's doubling

@@ -20,7 +20,9 @@ filled at the rate the probes came back instead of by one line-rate burst
 (which overflowed the new cell's buffer); if dummy ACKs stop short, slow
 start continues to ssthresh. During fast recovery only ssthresh is set, so
 the recovery's inflated window is not cut under the flight (that stalled
-it until an RTO) and its exit sets cwnd. Afterwards normal NewReno: cwnd /
+it until an RTO); its exit sets cwnd, and dummy ACKs returning after the
+exit open it further as above (slow start from the exit's small cwnd
+overflowed a 10-packet cell buffer). Afterwards normal NewReno: cwnd /
 RTT on the new path equals the rate at which dummy ACKs came back (at most
 rwnd / RTT, the probing rate). A loss of a segment sent before the handoff
 (on the old path) keeps ssthresh at N instead of halving: it says nothing
@@ -79,11 +81,12 @@ class Dsbp(CongestionControl):
             self.handoff_counts.append(count)
             target = ctl.ssthresh = self._probed = max(2, count) * ctl.mss
             self._old_path_end = ctl.snd_max
-            if not ctl.in_recovery:  # in fast recovery the exit sets cwnd from ssthresh
-                if target <= ctl.cwnd:
-                    ctl.cwnd = target  # a poorer cell: never flood it
-                else:  # a richer one: one more data segment per dummy ACK still coming back
-                    self._ramp = (self.probe_addr, now + window)
+            if ctl.in_recovery or target > ctl.cwnd:
+                # a richer cell (or recovery, whose exit sets cwnd): one more data segment per
+                # dummy ACK still coming back, instead of a burst or slow start into its buffer
+                self._ramp = (self.probe_addr, now + window)
+            else:
+                ctl.cwnd = target  # a poorer cell: never flood it
             ctl.trace("dsbp_handoff", now, f"dummy_acks={count} window={window:.6f}")
             self._stop()
 
@@ -134,10 +137,10 @@ class Dsbp(CongestionControl):
         if self._ramp is not None:
             addr, until = self._ramp
             ctl = self.ctl
-            if now > until or ctl.cwnd >= self._probed:
+            if now > until:
                 self._ramp = None
-            elif segment.src == addr:
-                ctl.cwnd = min(ctl.cwnd + ctl.mss, self._probed)
+            elif segment.src == addr and not ctl.in_recovery:
+                ctl.cwnd = min(ctl.cwnd + ctl.mss, max(ctl.cwnd, self._probed))
             return
         if self.probe_addr is None or segment.src != self.probe_addr:
             return
