@@ -463,7 +463,7 @@ def _finish(sweep: Sweep, fresh: dict[Path, RunData], wall: float, where: str, m
 def _execution(sweep: Sweep, where: str) -> str:
     """Where the runs ran (which host ran each, when there was more than one)."""
     recs = sweep.results.records
-    lines = ["## Execution", "", f"{len(recs) - sweep.resumed} run(s) on {where}"
+    lines = ["", "## Execution", "", f"{len(recs) - sweep.resumed} run(s) on {where}"
              + (f"; {sweep.resumed} kept from an interrupted session (`--resume`)" if sweep.resumed else "") + "."]
     hosts = sorted({r.host for r in recs})
     if len(hosts) == 1:
