@@ -1,8 +1,8 @@
 """The runner on the `sim` backend, end to end: results directory, report, plots, determinism, CLI."""
 from __future__ import annotations
 
-import gzip
 import json
+import lzma
 import math
 import subprocess
 import sys
@@ -48,9 +48,9 @@ def test_short_vertical_handoff_end_to_end(tmp_path: Path) -> None:
         assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 10_000
         assert f"plots/{name}" in report
     run_dir = out / "runs" / "base" / "TCP-mm" / "r0"
-    trace = gzip.decompress((run_dir / "trace-main.csv.gz").read_bytes()).decode().splitlines()
+    trace = lzma.decompress((run_dir / "trace-main.csv.xz").read_bytes()).decode().splitlines()
     assert trace[0].startswith("time,conn,event") and len(trace) > 1000
-    assert gzip.decompress((run_dir / "queues.csv.gz").read_bytes()).decode().startswith(
+    assert lzma.decompress((run_dir / "queues.csv.xz").read_bytes()).decode().startswith(
         "t,link,queue,data,dummy,avg\n0.0,g3,")
     assert "detach mh.wlan wlan" in (run_dir / "timeline.txt").read_text()
     counters = json.loads((run_dir / "counters.json").read_text())
@@ -65,7 +65,7 @@ def test_same_seed_same_results_other_seed_differs(tmp_path: Path) -> None:
     ma, mb, mc = (json.loads((r.directory / "metrics.json").read_text())["runs"] for r in (a, b, c))
     assert ma == [dict(r, dir=r["dir"]) for r in mb]
     assert ma[0]["quantities"] != mc[0]["quantities"]
-    ta, tb = (r.directory / "runs/base/Bandwidth-Aware/r0/trace-main.csv.gz" for r in (a, b))
+    ta, tb = (r.directory / "runs/base/Bandwidth-Aware/r0/trace-main.csv.xz" for r in (a, b))
     assert ta.read_bytes() == tb.read_bytes()
 
 

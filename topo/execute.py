@@ -50,7 +50,7 @@ class RunOutput:
     """What a run produced, ready to be written anywhere."""
 
     metrics_json: str            # metrics.compute's result as the run's metrics.json holds it
-    files: dict[str, bytes]      # the backend's files, CSVs compacted (trace-<flow>.csv.gz, ...)
+    files: dict[str, bytes]      # the backend's files, CSVs compacted (trace-<flow>.csv.xz, ...)
     traces: dict[str, str]       # flow -> its trace's name in `files`
     data: RunData                # queue rows decimated as written; delivery series only if keep_data
     host: str
@@ -69,7 +69,7 @@ class RunFailed(Exception):
 
 
 def _packed_name(rel: str) -> str:
-    return rel + compact.GZ if rel.endswith(".csv") else rel
+    return rel + compact.SUFFIX if rel.endswith(".csv") else rel
 
 
 def _pack(scratch: Path) -> dict[str, bytes]:

@@ -7,8 +7,8 @@
       report.md                the paper-format comparison (topo.report), and where the runs ran
       plots/*.png              cwnd, sequence, queue, throughput vs ideal, sweeps (topo.plots)
       runs/<point>/<variant>/r<k>/
-        trace-<flow>.csv.gz    the sender's per-ACK trace (cwnd, ssthresh, snd_una, ...), gzip CSV
-        queues.csv.gz          queue samples (t, link, queue, data, dummy, avg), thinned to what a plot shows
+        trace-<flow>.csv.xz    the sender's per-ACK trace (cwnd, ssthresh, snd_una, ...), xz CSV (topo.compact)
+        queues.csv.xz          queue samples (t, link, queue, data, dummy, avg), thinned to what a plot shows
         counters.json          per-link counters at the window edges and at the end
         timeline.txt           mobility events and notifications as they happened
         metrics.json           the run's quantities
@@ -45,7 +45,7 @@ from topo.rundata import FlowData, RunData
 from topo.scenario import Scenario, ScenarioFile, SweepAxis, parse
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-QUEUES = "queues.csv.gz"
+QUEUES = "queues.csv.xz"
 QUEUE_COLUMNS = ("t", "link", "queue", "data", "dummy", "avg")
 
 
