@@ -354,8 +354,8 @@ def execute_sweeps(sweeps: list[Sweep], pool: Pool, *, progress_out: TextIO | No
     failures: list[tuple[Sweep, RunFailed]] = []
     failed_sweeps: set[int] = set()
 
-    def current(i: int = 0) -> None:
-        k = next((j for j in range(i, len(sweeps)) if open_runs[j]), len(sweeps) - 1)
+    def current() -> None:
+        k = next((j for j, n in enumerate(open_runs) if n), len(sweeps) - 1)
         if bar:
             bar.set_scenario(k + 1, sweeps[k].results.scenario_file.name)
 
