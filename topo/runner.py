@@ -425,12 +425,18 @@ def _write_run(run: PlannedRun, out: RunOutput) -> None:
     os.rename(part, run.directory)
 
 
+def _number(text: str) -> int | float:
+    return int(text) if text.lstrip("-").isdigit() else float(text)
+
+
 def _read_queues(path: Path) -> list[tuple[float, str, int, int, int, float]]:
+    """queues.csv.xz as the rows the plots read (the same values the run held when it was written)."""
     if not path.exists():
         return []
     with compact.open_text(path) as fh:
         rows = list(csv.reader(fh))[1:]
-    return [(float(t), link, int(q), int(d), int(dm), float(avg)) for t, link, q, d, dm, avg in rows]
+    return [(float(t), link, _number(q), _number(d), _number(dm), float(avg))  # type: ignore[misc]
+            for t, link, q, d, dm, avg in rows]
 
 
 def _load_record(run: PlannedRun, fresh: RunData | None) -> RunRecord:
