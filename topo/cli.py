@@ -155,16 +155,16 @@ def _run(args: argparse.Namespace) -> int:
     if lab and not args.cluster and (args.jobs or 1) > 1:
         return _usage("--jobs: lab runs need the whole machine and run one at a time here "
                       "(--cluster spreads them over machines)")
-    if plan:
-        sweeps = [resume_sweep(args.resume, backend)]
-    else:
-        sweeps = [plan_sweep(sf, backend, seed=args.seed, repeats=args.repeat or 1, results_root=args.results,
-                             backend_reason=reason) for sf in files]
-    sigterm_as_interrupt()   # a lab stopped by SIGTERM still tears its network down; workers are stopped
-    pool = make_pool(args.jobs or cpu_count(), args.cluster, lab)
-    print(f"backend: {backend.name} ({reason}); runs on {pool.where}", file=sys.stderr)
-    from topo.report import summary_table
+    pool = make_pool(args.jobs or cpu_count(), args.cluster, lab)   # first: an unreachable cluster leaves no directory
     try:
+        if plan:
+            sweeps = [resume_sweep(args.resume, backend)]
+        else:
+            sweeps = [plan_sweep(sf, backend, seed=args.seed, repeats=args.repeat or 1, results_root=args.results,
+                                 backend_reason=reason) for sf in files]
+        sigterm_as_interrupt()   # a lab stopped by SIGTERM still tears its network down; workers are stopped
+        print(f"backend: {backend.name} ({reason}); runs on {pool.where}", file=sys.stderr)
+        from topo.report import summary_table
         for res in execute_sweeps(sweeps, pool, progress_out=None if args.quiet else sys.stderr,
                                   make_plots=not args.no_plots):
             print(f"\n## {res.scenario_file.title}\n")
