@@ -158,3 +158,34 @@ def test_queue_samples_keep_what_a_plot_shows() -> None:
             assert min(r[col] for r in got) == min(r[col] for r in bucket)
     few = rows[::50]                                        # already coarser than the buckets: unchanged
     assert compact.decimate(few, 0.0, 15.625) == few
+
+
+class _TimedSim(SimBackend):
+    """The simulator, noting which Dask worker ran each run and when (a fake in addition to the real runs above)."""
+
+    spans: list[tuple[str, float, float]] = []
+
+    def run(self, scn, seed, out_dir, progress):
+        from distributed import get_worker
+        start = time.monotonic()
+        data = super().run(scn, seed, out_dir, progress)
+        self.spans.append((get_worker().address, start, time.monotonic()))
+        return data
+
+
+def test_lab_runs_take_one_lab_resource_per_worker(tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    _TimedSim.spans.clear()
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=False, dashboard_address=":0",
+                                  resources={"lab": 1}) as lc:
+        pool = DaskCluster(lc.scheduler_address, lab=True)
+        try:
+            sf = load(str(VH), SHORT, (SweepAxis("topology.cells.g3.queue.limit", "limit", LIMITS),), SCHEMES)
+            run_scenario(sf, _TimedSim(), results_root=tmp_path, run_id="r", progress_out=None, make_plots=False,
+                         pool=pool)
+        finally:
+            pool.close()
+    spans = sorted(_TimedSim.spans)
+    assert len(spans) == 4
+    for (w1, _, end), (w2, start, _) in zip(spans, spans[1:]):
+        assert w1 != w2 or start >= end                 # two threads each, yet one run at a time per worker
