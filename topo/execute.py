@@ -175,15 +175,16 @@ class LocalProcesses:
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(["topo.execute", "topo.sim_backend"])
         self._executor = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_worker_init)
+        self._pending: dict[Future[RunOutput], RunTask] = {}
 
     def run(self, tasks: Sequence[RunTask], progress: Callable[[str, float], Callable[[float], None]] | None
             ) -> Iterator[Outcome]:
-        pending: dict[Future[RunOutput], RunTask] = {self._executor.submit(execute_run, t): t for t in tasks}
+        self._pending = {self._executor.submit(execute_run, t): t for t in tasks}
         try:
-            while pending:
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in sorted(done, key=lambda f: pending[f].name):
-                    task = pending.pop(fut)
+            while self._pending:
+                done, _ = wait(self._pending, return_when=FIRST_COMPLETED)
+                for fut in sorted(done, key=lambda f: self._pending[f].name):
+                    task = self._pending.pop(fut)
                     exc = fut.exception()
                     if exc is None:
                         yield task, fut.result()
@@ -191,18 +192,22 @@ class LocalProcesses:
                         yield task, exc if isinstance(exc, RunFailed) else RunFailed(
                             task.name, f"{type(exc).__name__}: {exc}")
         finally:
-            if pending:     # interrupted: stop what runs, drop the rest
-                for fut in pending:
-                    fut.cancel()
-                self._terminate()
+            self._stop()
 
-    def _terminate(self) -> None:
+    def _stop(self) -> None:
+        """Interrupted (Ctrl-C, SIGTERM, an error here): drop the queued runs and stop the running ones."""
+        if not self._pending:
+            return
+        for fut in self._pending:
+            fut.cancel()
+        self._pending = {}
         # ProcessPoolExecutor has no public way to stop running work before Python 3.14; these are our children
         for proc in list(getattr(self._executor, "_processes", {}).values()):
             proc.terminate()
         self._executor.shutdown(wait=True, cancel_futures=True)
 
     def close(self) -> None:
+        self._stop()
         self._executor.shutdown(wait=True)
 
 
