@@ -5,12 +5,15 @@ included, as a user runs it): `--jobs 1`, then `--jobs N` (default: the
 cores available). Prints `sweep_speedup: R` (goal ≥ 0.85 × cores) and
 `results_mb_per_run: X` (goal ≤ 0.2) on lines of their own, with the load
 average before and after: the machine may be shared, and other work takes
-cores from the parallel run first.
+cores from the parallel run first (with the kernel's autogroup scheduling
+a session's processes share one slice however many there are), so it also
+prints how many cores each run kept busy on average.
 Usage: python bench/scale.py [--scenario traces/X.yaml] [--jobs N] [--set PATH=VALUE ...] [--no-plots]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -26,13 +29,14 @@ from topo.execute import cpu_count  # noqa: E402
 DEFAULT_SCENARIO = ROOT / "traces" / "vh-wlan-to-3g-buffers.yaml"   # 3 schemes × 10 points, 60 s each
 
 
-def sweep(scenario: Path, jobs: int, results: Path, extra: list[str]) -> float:
-    """Wall seconds of one `p4handoff run` of the sweep (raises if it fails)."""
+def sweep(scenario: Path, jobs: int, results: Path, extra: list[str]) -> tuple[float, float]:
+    """Wall seconds of one `p4handoff run` of the sweep, and the CPU seconds its runs took (raises if it fails)."""
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "p4handoff", "run", str(scenario), "--backend", "sim", "--quiet",
                     "--jobs", str(jobs), "--results", str(results), *extra], check=True, cwd=ROOT,
                    stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    return wall, sum(json.loads(p.read_text())["cpu_seconds"] for p in results.glob("*/*/runs/*/*/r*/run.json"))
 
 
 def main() -> int:
@@ -48,8 +52,8 @@ def main() -> int:
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
         serial, parallel = Path(tmp) / "serial", Path(tmp) / "parallel"
-        t1 = sweep(args.scenario, 1, serial, extra)
-        tn = sweep(args.scenario, args.jobs, parallel, extra)
+        t1, cpu1 = sweep(args.scenario, 1, serial, extra)
+        tn, cpun = sweep(args.scenario, args.jobs, parallel, extra)
         (run_dir,) = parallel.glob("*/*")
         runs = len(list(run_dir.glob("runs/*/*/r*/metrics.json")))
         size = sum(p.stat().st_size for p in run_dir.rglob("*") if p.is_file())
@@ -57,6 +61,8 @@ def main() -> int:
     load_after = os.getloadavg()
     print(f"sweep: {args.scenario.name}, {runs} runs; jobs 1: {t1:.1f} s, jobs {args.jobs}: {tn:.1f} s; "
           f"metrics.json identical: {'yes' if same else 'NO'}")
+    print(f"cores our runs kept busy (their CPU s / wall s): jobs 1: {cpu1 / t1:.2f}, jobs {args.jobs}: "
+          f"{cpun / tn:.2f} (less than the jobs: other work had the cores, or the report and plots took the time)")
     print(f"load average (1/5/15 min) before: {' '.join(f'{x:.2f}' for x in load_before)}, "
           f"after: {' '.join(f'{x:.2f}' for x in load_after)} on {cpu_count()} cores")
     print(f"results: {size / 1e6:.2f} MB in {run_dir.name} (report, plots and every run's files)")

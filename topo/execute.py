@@ -55,6 +55,7 @@ class RunOutput:
     data: RunData                # queue rows decimated as written; delivery series only if keep_data
     host: str
     wall_seconds: float
+    cpu_seconds: float           # this process's CPU time for the run (the lab's other processes not included)
 
 
 class RunFailed(Exception):
@@ -88,7 +89,7 @@ def execute_run(task: RunTask, progress: Callable[[float], None] | None = None) 
     what a failed or interrupted lab run left there stays for a look.
     """
     try:
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         with contextlib.ExitStack() as stack:
             scratch = task.scratch or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="p4handoff-")))
             scratch.mkdir(parents=True, exist_ok=True)
@@ -105,7 +106,7 @@ def execute_run(task: RunTask, progress: Callable[[float], None] | None = None) 
         for fd in data.flows.values():
             fd.trace = None        # a path in the scratch directory, gone now; the writer sets the real one
         return RunOutput(json.dumps(computed, indent=1, sort_keys=True), files, traces, data,
-                         socket.gethostname(), time.perf_counter() - start)
+                         socket.gethostname(), time.perf_counter() - start, time.process_time() - cpu_start)
     except Exception as exc:
         kept = f" (its files so far: {task.scratch})" if task.scratch else ""
         raise RunFailed(task.name, f"{type(exc).__name__}: {exc}{kept}", traceback.format_exc()) from None

@@ -12,7 +12,7 @@
         counters.json          per-link counters at the window edges and at the end
         timeline.txt           mobility events and notifications as they happened
         metrics.json           the run's quantities
-        run.json               which host ran it, how long it took, its trace files, the backend's notes
+        run.json               which host ran it, its wall and CPU time, its trace files, the backend's notes
 
 Repeat k runs with seed `seed + k`; the seed changes only what is random
 (random loss, RED), so deterministic scenarios repeat exactly, wherever
@@ -204,6 +204,7 @@ class Progress:
             self.out.write("\n")
         self.out.flush()
 
+
 PLAN = "plan.yaml"
 RUN_INFO = "run.json"
 PARTIAL = ".partial"
@@ -304,14 +305,14 @@ def read_plan(run_dir: Path) -> dict[str, Any]:
     return plan
 
 
-def resume_sweep(run_dir: Path, backend: Backend, backend_reason: str = "") -> Sweep:
+def resume_sweep(run_dir: Path, backend: Backend) -> Sweep:
     """The plan of an interrupted results directory; finished runs are kept, partial ones removed."""
     plan = read_plan(run_dir)
     doc = yaml.safe_load((run_dir / "scenario.yaml").read_text())
     axes = tuple(SweepAxis(a["path"], a["label"], tuple(a["values"])) for a in plan["sweep"])
     sf = parse(doc, plan["source"], tuple((p, v) for p, v in plan["overrides"]), axes)
-    res = Results(sf, backend.name, backend_reason or plan.get("backend_reason", ""), plan["seed"],
-                  plan["repeats"], run_dir.name, run_dir)
+    res = Results(sf, backend.name, plan.get("backend_reason", ""), plan["seed"], plan["repeats"], run_dir.name,
+                  run_dir)
     runs = _plan_runs(sf, run_dir, plan["seed"], plan["repeats"])
     for run in runs:
         if not run.finished() and run.partial.exists():
@@ -421,7 +422,8 @@ def _write_run(run: PlannedRun, out: RunOutput) -> None:
             fh.write(f"{t:10.6f}  notify {what}\n")
     (part / "metrics.json").write_text(out.metrics_json)
     (part / RUN_INFO).write_text(json.dumps({"host": out.host, "wall_seconds": round(out.wall_seconds, 3),
-                                             "traces": out.traces, "notes": data.notes}, indent=1))
+                                             "cpu_seconds": round(out.cpu_seconds, 3), "traces": out.traces,
+                                             "notes": data.notes}, indent=1))
     os.rename(part, run.directory)
 
 
