@@ -159,8 +159,8 @@ class Progress:
         self.scenario = (k, name)
 
     def begin(self, label: str, duration: float) -> Callable[[float], None]:
-        """A run starts in this process: its simulated time is shown until it ends."""
-        self.label, self.duration, self.sim_t = label, duration, 0.0
+        """A run (`<scenario>/<point>/<variant>/r<k>`) starts in this process: its sim time shows until it ends."""
+        self.label, self.duration, self.sim_t = label.split("/", 1)[-1], duration, 0.0
         self.update(0.0, force=True)
         return self.update
 
