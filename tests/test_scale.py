@@ -117,8 +117,8 @@ def test_a_killed_sweep_resumes_to_the_same_results(tmp_path: Path, serial: dict
 
 def test_a_failing_run_is_named_and_the_others_finish(tmp_path: Path) -> None:
     # a 20 s queue sampling interval leaves no sample in the 10-15 s window: the metric raises in the worker
-    res = cli(*CLI_PLAN[:-2], "--set", "measure.table=[{metric: throughput, flow: main}, {metric: max_queue, link: g3}]",
-              "--sweep", "measure.queues.interval=10ms,20s", "--results", str(tmp_path), "--jobs", "2", "--quiet")
+    table = "measure.table=[{metric: throughput, flow: main}, {metric: max_queue, link: g3}]"
+    res = cli(*CLI_PLAN[:-2], "--set", table, "--sweep", "measure.queues.interval=10ms,20s", "--results", str(tmp_path), "--jobs", "2", "--quiet")
     assert res.returncode == 1
     for variant in ("TCP-mm", "Bandwidth-Aware"):
         assert f"run vh-wlan-to-3g/interval=20s/{variant}/r0 failed: ValueError: no queue samples of g3" in res.stderr

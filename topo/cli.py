@@ -62,7 +62,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("scenario", type=Path, nargs="*", help="scenario file(s)")
     p.add_argument("--backend", choices=("auto", "sim", "lab"), help="default: auto (with --resume: as run)")
     p.add_argument("--seed", type=whole_number(0), help="seed of the first repeat (default: the file's seed)")
-    p.add_argument("--repeat", type=whole_number(1), metavar="K", help="repeats per run, seeds seed..seed+K-1 (default 1)")
+    p.add_argument("--repeat", type=whole_number(1), metavar="K",
+                   help="repeats per run, seeds seed..seed+K-1 (default 1)")
     p.add_argument("--jobs", type=whole_number(1), metavar="N",
                    help=f"simulator runs at once in local processes (default: the cores available, here {cpu_count()})")
     p.add_argument("--cluster", metavar="ADDRESS", help="run on the Dask scheduler at ADDRESS, e.g. tcp://host:8786")
