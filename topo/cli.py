@@ -174,6 +174,9 @@ def _run(args: argparse.Namespace) -> int:
     except SweepIncomplete as exc:
         print(f"p4handoff run: {exc}", file=sys.stderr)
         return 1
+    except ScenarioError as exc:       # --resume of a document this version no longer accepts
+        print(exc, file=sys.stderr)
+        return EXIT_INVALID
     finally:
         pool.close()
     return 0
