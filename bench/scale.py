@@ -61,8 +61,9 @@ def main() -> int:
     load_after = os.getloadavg()
     print(f"sweep: {args.scenario.name}, {runs} runs; jobs 1: {t1:.1f} s, jobs {args.jobs}: {tn:.1f} s; "
           f"metrics.json identical: {'yes' if same else 'NO'}")
-    print(f"cores our runs kept busy (their CPU s / wall s): jobs 1: {cpu1 / t1:.2f}, jobs {args.jobs}: "
-          f"{cpun / tn:.2f} (less than the jobs: other work had the cores, or the report and plots took the time)")
+    print(f"the runs' CPU time: jobs 1: {cpu1:.1f} s, jobs {args.jobs}: {cpun:.1f} s; cores they kept busy "
+          f"(CPU s / wall s): {cpu1 / t1:.2f} and {cpun / tn:.2f} (fewer than the jobs: other work had the cores, "
+          "or the report and plots took the time)")
     print(f"load average (1/5/15 min) before: {' '.join(f'{x:.2f}' for x in load_before)}, "
           f"after: {' '.join(f'{x:.2f}' for x in load_after)} on {cpu_count()} cores")
     print(f"results: {size / 1e6:.2f} MB in {run_dir.name} (report, plots and every run's files)")
