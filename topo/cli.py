@@ -85,12 +85,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
-def choose_backend(name: str, mininet_cli: bool | Path = False) -> tuple[Backend, str]:
-    """The backend object and why it was chosen (ValueError if `lab` is asked for but cannot run)."""
+def choose_backend(name: str, mininet_cli: bool | Path = False, cluster: bool = False) -> tuple[Backend, str]:
+    """The backend object and why it was chosen (ValueError if `lab` is asked for but cannot run).
+
+    With a cluster, `lab` runs on the workers that offer the lab resource: this machine needs no lab.
+    """
     from topo.sim_backend import SimBackend
     if name == "sim":
         return SimBackend(), "asked for"
     from topo import lab_backend
+    if name == "lab" and cluster:
+        return lab_backend.LabBackend(mininet_cli), "asked for, on the cluster's lab workers"
     ok, reason = lab_backend.available()
     if name == "lab":
         if not ok:
@@ -149,7 +154,8 @@ def _run(args: argparse.Namespace) -> int:
             print(f"{sf.source}: valid — {len(sf.variants)} variant(s) × {len(sf.points())} sweep point(s): "
                   f"{', '.join(sf.labels)}")
         return 0
-    backend, reason = choose_backend(plan["backend"] if plan else args.backend or "auto", args.mininet_cli)
+    backend, reason = choose_backend(plan["backend"] if plan else args.backend or "auto", args.mininet_cli,
+                                     cluster=bool(args.cluster))
     if args.mininet_cli and backend.name != "lab":
         return _usage("--mininet-cli needs the lab backend")
     lab = backend.name == "lab"
