@@ -83,6 +83,9 @@ def test_a_dask_cluster_gives_the_same_results(tmp_path: Path, serial: dict[str,
             pool.close()
         with pytest.raises(ValueError, match="offers the 'lab' resource"):   # lab runs need `--resources lab=1`
             DaskCluster(lc.scheduler_address, lab=True)
+        # with --cluster the lab is looked for on the workers, not on the submitting machine
+        lab = cli(str(VH), "--backend", "lab", "--cluster", lc.scheduler_address, "--results", str(tmp_path / "lab"))
+        assert lab.returncode == 1 and "offers the 'lab' resource" in lab.stderr, lab.stderr
     assert files(res.directory) == serial
     hosts = {json.loads(p.read_text())["host"] for p in res.directory.glob("runs/*/*/r0/run.json")}
     assert len(hosts) == 1 and f"host `{hosts.pop()}`" in (res.directory / "report.md").read_text()
