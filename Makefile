@@ -10,7 +10,7 @@ P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
 # protobuf it only loads with the pure-Python implementation.
 export PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION := python
 
-.PHONY: setup build test unit ptf clean bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller
+.PHONY: setup build test unit ptf clean bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-scale
 
 setup: ## install everything installable from apt and PyPI; report what is missing
 	bash scripts/setup.sh
@@ -66,6 +66,9 @@ run-sweeps: ## buffer / min-RTO sensitivity of the three vertical-handoff cases 
 
 run-all: ## every scenario file in traces/ (simulator; tens of minutes)
 	$(PY) -m p4handoff run traces/*.yaml --backend sim
+
+bench-scale: ## one simulator sweep with --jobs 1 and --jobs $(nproc): sweep_speedup and results_mb_per_run
+	$(PY) bench/scale.py
 
 bench-lab: ## simulator speed and the link emulator's rate/delay error (emulator part needs root)
 	$(PY) bench/lab.py

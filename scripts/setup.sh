@@ -35,7 +35,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 if [ -x "$VENV/bin/python" ]; then
   "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-  "$VENV/bin/python" -m pip install -q -e '.[dev,lab]' || { echo "setup: pip install failed; the tests cannot run" >&2; exit 1; }
+  "$VENV/bin/python" -m pip install -q -e '.[dev,lab,cluster]' || { echo "setup: pip install failed; the tests cannot run" >&2; exit 1; }
 fi
 
 echo "== P4 toolchain (not in any package registry: install from p4lang, see README 'P4 toolchain')"

@@ -71,7 +71,7 @@ def test_smoke_handoff_in_the_lab(tmp_path: Path) -> None:
     report = (res.directory / "report.md").read_text()
     assert "backend **lab**" in report and "plots/cwnd-base.png" in report
     run_dir = res.directory / "runs" / "base" / "bwaware" / "r0"
-    assert (run_dir / "queues.csv").exists() and "handoff mh.r2" in (run_dir / "timeline.txt").read_text()
+    assert (run_dir / "queues.csv.xz").exists() and "handoff mh.r2" in (run_dir / "timeline.txt").read_text()
 
 
 def test_a_lab_run_stopped_by_sigterm_tears_its_network_down(tmp_path: Path) -> None:

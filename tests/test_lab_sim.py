@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import lzma
 import math
 import subprocess
 import sys
@@ -47,9 +48,10 @@ def test_short_vertical_handoff_end_to_end(tmp_path: Path) -> None:
         assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 10_000
         assert f"plots/{name}" in report
     run_dir = out / "runs" / "base" / "TCP-mm" / "r0"
-    trace = (run_dir / "trace-main.csv").read_text().splitlines()
+    trace = lzma.decompress((run_dir / "trace-main.csv.xz").read_bytes()).decode().splitlines()
     assert trace[0].startswith("time,conn,event") and len(trace) > 1000
-    assert (run_dir / "queues.csv").read_text().startswith("t,link,queue,data,dummy,avg\ng3,") is False
+    assert lzma.decompress((run_dir / "queues.csv.xz").read_bytes()).decode().startswith(
+        "t,link,queue,data,dummy,avg\n0.0,g3,")
     assert "detach mh.wlan wlan" in (run_dir / "timeline.txt").read_text()
     counters = json.loads((run_dir / "counters.json").read_text())
     assert set(counters["at_window_edges"]) == {"10", "15"}
@@ -63,7 +65,7 @@ def test_same_seed_same_results_other_seed_differs(tmp_path: Path) -> None:
     ma, mb, mc = (json.loads((r.directory / "metrics.json").read_text())["runs"] for r in (a, b, c))
     assert ma == [dict(r, dir=r["dir"]) for r in mb]
     assert ma[0]["quantities"] != mc[0]["quantities"]
-    ta, tb = (r.directory / "runs/base/Bandwidth-Aware/r0/trace-main.csv" for r in (a, b))
+    ta, tb = (r.directory / "runs/base/Bandwidth-Aware/r0/trace-main.csv.xz" for r in (a, b))
     assert ta.read_bytes() == tb.read_bytes()
 
 

@@ -19,6 +19,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from topo.compact import open_text  # noqa: E402
 from topo.report import published_value, unit  # noqa: E402
 from topo.runner import Results, RunRecord, point_label, point_slug  # noqa: E402
 
@@ -31,7 +32,7 @@ def _series(path: Path, t0: float, t1: float) -> tuple[list[float], list[float],
     ts, cw, seq = [], [], []
     if path is None or not path.exists():
         return ts, cw, seq
-    with path.open() as fh:
+    with open_text(path) as fh:
         for row in csv.DictReader(fh):
             t = float(row["time"])
             if t < t0:
