@@ -171,7 +171,12 @@ class Mobility:
             return fx
 
         def reply(code: ReplyCode, lifetime: int, reason: str = "") -> list[Effect]:
-            if code is not ReplyCode.ACCEPTED:
+            if code is ReplyCode.ACCEPTED:
+                # only an accepted request moves the replay bound: a refused one with a huge
+                # identification must not lock the MH out of registering again
+                assert st is not None
+                st.last_ident = req.identification
+            else:
                 self.log("registration_rejected", {**where, "reason": reason, "code": int(code)})
             payload = RegistrationReply(code, req.home_address, self.net.gateway.address, lifetime,
                                         req.identification).encode()
@@ -184,7 +189,6 @@ class Mobility:
         if req.identification <= st.last_ident:
             return reply(ReplyCode.IDENTIFICATION_MISMATCH, 0,
                          f"identification {req.identification} not above {st.last_ident}")
-        st.last_ident = req.identification
         if req.simultaneous:
             return self._probe_registration(st, switch, port, src_mac, req, now, fx, reply)
         if req.care_of != st.host.address:
@@ -255,6 +259,7 @@ class Mobility:
         st = self._by_addr.get(ip.dst)
         if st is None:
             self.unknown_punts += 1
+            self.log("punt_dropped", {"switch": switch, "dst": ip.dst, "reason": "not a mobile host's address"})
             return []
         if switch in st.diverts:
             if switch == self.gw and st.gw_marker is not None:
@@ -540,7 +545,7 @@ class Mobility:
     def _marker_back(self, switch: str, nonce: int, now: float) -> list[Effect]:
         name = self._marker_owner.pop(nonce, None)
         if name is None:
-            self.log("marker_stale", {"via": switch})
+            self.log("marker_stale", {"via": switch, "reason": "no outstanding marker with this nonce"})
             return []
         st = self.mhs[name]
         if st.drain_marker is not None and st.drain_marker[0] == nonce:
@@ -556,7 +561,7 @@ class Mobility:
                 self.pool.promote_returned(st.host.name)
             self.log("marker_returned", {"mh": st.host.name, "kind": "path", "via": switch})
         else:
-            self.log("marker_stale", {"mh": st.host.name, "via": switch})
+            self.log("marker_stale", {"mh": st.host.name, "via": switch, "reason": "marker no longer awaited"})
             return []
         return self._drain(st) + self._maybe_complete(st, now)
 
