@@ -37,6 +37,7 @@ from controller.port_counters import CounterJob, CounterReader, CountersRead
 from controller.programmer import Programmer
 from controller.punts import dispatch
 from controller.session import BadPacketIn, Connected, Lost, PacketInEvent, SwitchSession, expected_cookie
+from controller.spool import Spool
 from controller.switch_state import SwitchState, diff
 from controller.transmit import Transmitter
 from p4handoff.wire import load_constants
@@ -86,7 +87,9 @@ class Daemon:
         self.socket_path = socket_path or net.controller.socket
         self.startup_timeout = startup_timeout
         self.events: queue.Queue[object] = queue.Queue()
-        self.mobility = Mobility(net, self.log)
+        c = net.controller
+        self.spool = Spool(c.spool, c.spool_fsync) if c.spool else None
+        self.mobility = Mobility(net, self.log, spool=self.spool)
         self.programmer = Programmer(net)
         self.transmitter = Transmitter(net)
         eid = net.controller.election_id
@@ -113,6 +116,15 @@ class Daemon:
         self.cookie = expected_cookie(c.p4info, c.device_config)
         self.server = ControlServer(self.socket_path, self.events.put, self.log)
         self.server.start()
+        try:
+            spooled = self.spool.open() if self.spool is not None else []
+        except OSError:
+            self.server.stop()
+            raise
+        if self.spool is not None and self.spool.torn_bytes:
+            self.log("spool_torn", {"path": str(self.spool.path), "bytes": self.spool.torn_bytes,
+                                    "reason": "a record the previous controller did not finish writing"})
+        self.mobility.restore_buffers(spooled)
         self.counter_reader = CounterReader(self.events.put)
         self.log("controller_start", {"switches": [s.name for s in self.net.switches], "socket": self.socket_path,
                                       "mobile_hosts": len(self.net.mobile_hosts)})
@@ -125,6 +137,8 @@ class Daemon:
             self.counter_reader.stop()
             for s in self.sessions.values():
                 s.stop()
+            if self.spool is not None:
+                self.spool.close()
             self.log("controller_stop", {})
 
     def stop(self) -> None:
@@ -161,6 +175,7 @@ class Daemon:
         self._apply(self.mobility.recover(routes, time.monotonic()))
         for name in read_back:
             self._reconcile(name, read_back[name])
+        self._apply(self.mobility.resume_flushes(time.monotonic()))      # packet-outs need reconciled switches
         missing = sorted(set(self.sessions) - set(read_back))
         self.log("startup_done", {"connected": sorted(read_back), "waiting_for": missing})
         for ev in deferred:
@@ -295,6 +310,7 @@ class Daemon:
                 self._send(e)
         if batch:
             self._write_routes(batch)
+        self.mobility.pool.commit()        # every release above is with its switch now: journal it
 
     def _write_routes(self, batch: list[SetRoute]) -> None:
         name = batch[0].switch

@@ -104,9 +104,10 @@ class FakeNet:
                 return
             self.apply(self._inbox.popleft()())
 
-    def apply(self, effects: list[Effect]) -> None:
+    def apply(self, effects: list[Effect], commit: bool = True) -> None:
         """Effects in order, as the daemon does: a route write (one per run of writes to the same
-        switch, batched) blocks until the switch has applied it; packet-outs do not block."""
+        switch, batched) blocks until the switch has applied it; packet-outs do not block.
+        `commit=False`: the controller dies before journaling the releases (controller/spool.py)."""
         self.effects += effects
         t = max(self.now, self._busy_until)
         prev_switch = None
@@ -135,6 +136,8 @@ class FakeNet:
             elif isinstance(e, Completed):
                 self.completed.append((e.mh, t - e.started))
         self._busy_until = t
+        if commit:
+            self.mobility.pool.commit()      # as the daemon does once the packet-outs are handed on
 
     def _install(self, e: SetRoute) -> None:
         if e.action is None:
