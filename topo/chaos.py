@@ -35,13 +35,13 @@ from typing import Any
 from controller.testbed import HostPort, Testbed, mh_ip, mh_name, received_seqs
 from p4handoff.netns import stop_process
 
-RATE = 200                   # packets/s per flow
+RATE = 100                   # packets/s per flow
 PAYLOAD = 64                 # UDP payload bytes (4 of them the sequence number)
 DURATION = 6.0               # seconds of traffic
 DETACH_AT, REGISTER_AT = 2.0, 2.3
 INSTANTS = {"before": 1.0, "during": 2.15, "after": 3.5}
 TARGETS = ("bs1", "gw", "controller")
-G3_PPS = 48                  # 384 kb/s in 1,000-byte packets: bs2's access queue rate
+G3_PPS = 450                 # 384 kb/s in these ~106-byte frames: bs2's access queue rate
 FLOWS = {0: "moving", 1: "stays at bs1", 2: "stays at bs2"}
 PATH = {0: {"gw", "bs1", "bs2"}, 1: {"gw", "bs1"}, 2: {"gw", "bs2"}}
 
