@@ -49,6 +49,44 @@ def test_every_field_of_every_template_gets_mutated():
     assert {"inner.dst", "tcp.off_res", "ip.options", "arp.tpa", "udp.len"} <= {f for _, f in hit}
 
 
+def oracle():
+    from controller.intents import Deliver, Punt, Tunnel
+    from controller.network import parse_network
+    from controller.programmer import Programmer
+    from topo.fuzz_bmv2 import MH, Oracle, description, routes_of
+    net = parse_network(description())
+    prog = Programmer(net)
+    entries = prog.static_entries("bs1") + [
+        prog.route_entry("bs1", MH["delivered"][0], Deliver(1, MH["delivered"][1])),
+        prog.route_entry("bs1", MH["buffering"][0], Punt()),
+        prog.route_entry("bs1", MH["tunnelled"][0], Tunnel("bs2", True))]
+    return Oracle(routes_of(entries), net.switch("bs1").address)
+
+
+def test_the_wrong_port_oracle_tells_allowed_outputs_from_leaks():
+    """The check `make fuzz` applies to every frame leaving the switch, on hand-made outputs."""
+    from controller.packets import encapsulate, ethernet, udp_packet
+    o = oracle()
+    to = lambda dst, dscp=0: ethernet("02:aa:00:00:00:01", "02:00:00:00:01:fe",
+                                      udp_packet("10.0.0.1", dst, 1, 1, b"x", dscp))
+    tunnel = lambda dst, dscp: ethernet("02:00:00:00:00:03", "02:00:00:00:00:02",
+                                        encapsulate(udp_packet("10.0.0.1", dst, 1, 1, b"x"), "192.168.100.2",
+                                                    "192.168.100.3", dscp))
+    arp = templates(A)["arp-gateway"]
+    assert o.check("core", 4, set(), 1, to(A.delivered)) is None
+    assert o.check("core", 4, set(), 2, to(A.stranger)) is None                  # default route to the gateway
+    assert o.check("core", 4, set(), 4, to(A.fixed)) is None
+    assert o.check("access", 1, set(), 3, tunnel(A.tunnelled, 43)) is None      # our marking tunnel
+    assert o.check("access", 1, set(), 1, arp) is None                          # reply out of the ingress port
+    assert "tables say 1" in o.check("core", 4, set(), 4, to(A.delivered))
+    assert "tables say None" in o.check("core", 4, set(), 1, to(A.buffering))   # punted: never out
+    assert "priority mark" in o.check("core", 4, set(), 1, to(A.delivered, 43))
+    assert o.check("peer", 3, set(), 1, to(A.delivered, 43)) is None            # trusted side: not judged
+    assert "ARP out of 2" in o.check("access", 1, set(), 2, arp)
+    assert o.check("cpu", 255, {2}, 2, to(A.delivered)) is None                 # a direct packet-out
+    assert "non-IPv4" in o.check("core", 4, set(), 2, b"\x00" * 12 + b"\x86\xdd" + b"\x00" * 40)
+
+
 _bmv2_ok, _bmv2_why = bmv2_available()
 _netns_why = unavailable_reason()
 

@@ -37,7 +37,7 @@ from typing import Any
 
 from controller.intents import Deliver, Punt, Tunnel
 from controller.network import Network, parse_network
-from controller.p4runtime import P4RuntimeClient, P4RuntimeError
+from controller.p4runtime import P4RuntimeClient, P4RuntimeError, TableEntry
 from controller.p4runtime._protos import p4runtime_pb2
 from controller.p4runtime.entities import counter_entry
 from controller.programmer import Programmer
@@ -106,6 +106,62 @@ class Batch:
         return abs(self.sent - self.accounted) + abs(self.packet_ins - self.counted.get("punted", 0))
 
 
+def routes_of(entries: list[TableEntry]) -> dict[str, tuple[str, int | None, int]]:
+    """`ipv4_fwd` entries as prefix -> (action, port, mark): what the oracle checks outputs against."""
+    out = {}
+    for e in entries:
+        if e.table != "ipv4_fwd":
+            continue
+        key = e.match.get("dst_addr")
+        prefix = f"{ipaddress.IPv4Address(key[0])}/{key[1]}" if key else "0.0.0.0/0"
+        out[prefix] = (e.action, e.params.get("port"), e.params.get("mark", 0))
+    return out
+
+
+@dataclass
+class Oracle:
+    """Which data port a frame may leave on, given the switch's routes (independent of the switch)."""
+
+    routes: dict[str, tuple[str, int | None, int]]
+    switch_addr: str
+
+    def expected_port(self, dst: str) -> int | None:
+        """Where the tables send `dst` (LPM); None if they punt or drop it."""
+        addr = ipaddress.IPv4Address(dst)
+        best = max((ipaddress.IPv4Network(p) for p in self.routes if addr in ipaddress.IPv4Network(p)),
+                   key=lambda n: n.prefixlen, default=None)
+        if best is None:
+            return None
+        action, port, _ = self.routes[str(best)]
+        return port if action in ("deliver", "tunnel") else None
+
+    def check(self, role: str, in_port: int, direct_ports: set[int], port: int, frame: bytes) -> str | None:
+        """Why `frame`, seen leaving on `port` during a batch into `in_port` (`role`), should not have; or None.
+
+        Allowed: what the tables send there (LPM on the destination; the inner one of this switch's own
+        tunnel), an ARP reply out of the port the request came in on, a direct packet-out to that port.
+        From access and core ports no priority mark leaves except on this switch's tunnel with mark = 1."""
+        etype = frame[12:14] if len(frame) >= 14 else b""
+        direct = role == "cpu" and port in direct_ports
+        if etype == b"\x08\x06":
+            return None if port == in_port or direct else f"ARP out of {port} (came in on {in_port})"
+        if etype != b"\x08\x00" or len(frame) < 34:
+            return None if direct else f"non-IPv4 frame (EtherType {etype.hex()}) out of {port}"
+        ihl = (frame[14] & 0xF) * 4
+        dst = str(ipaddress.IPv4Address(frame[30:34]))
+        ours = frame[23] == IP_PROTO_IPIP and frame[26:30] == ipaddress.IPv4Address(self.switch_addr).packed
+        if ours and len(frame) >= 14 + ihl + 20:
+            dst = str(ipaddress.IPv4Address(frame[14 + ihl + 16:14 + ihl + 20]))
+        want = self.expected_port(dst)
+        if want != port and not direct:
+            return f"to {dst} out of {port}, tables say {want}"
+        if frame[15] >> 2 == DSCP_IPF_PRIORITY_DEFAULT and role in ("access", "core"):
+            route = self.routes.get(f"{dst}/32")
+            if not (ours and route is not None and route[0] == "tunnel" and route[2] == 1):
+                return f"priority mark to {dst} out of {port} from the {role} port"
+        return None
+
+
 class FuzzBed:
     """The switch under test in a namespace, four host ports, and a P4Runtime session; `close()` always."""
 
@@ -113,18 +169,18 @@ class FuzzBed:
         self.workdir = workdir
         self.net: Network = parse_network(description())
         self.lab = Lab("fuzz")
-        self.sw_ns = self.lab.namespace("sw")
-        self.host_ns = self.lab.namespace("h")
         self.switch: Bmv2Switch | None = None
         self.client: P4RuntimeClient | None = None
         self.hosts: dict[int, HostPort] = {}
-        self.routes: dict[str, tuple[str, int | None, int]] = {}     # addr/len -> (action, port, mark)
+        self.oracle = Oracle({}, self.net.switch("bs1").address)
         self.direct_ports: set[int] = set()
         self.entries = 0
         self.restarts = 0
 
     def start(self) -> "FuzzBed":
         self.workdir.mkdir(parents=True, exist_ok=True)
+        self.sw_ns = self.lab.namespace("sw")
+        self.host_ns = self.lab.namespace("h")
         for p in DATA_PORTS:
             veth_port(f"s{p}", self.host_ns, f"h{p}", switch_netns=self.sw_ns)
         self.hosts = {p: HostPort(self.host_ns, f"h{p}") for p in DATA_PORTS}
@@ -147,13 +203,7 @@ class FuzzBed:
         self.client.insert(entries)
         cfg = prog.ipf_config()
         self.client.set_default(cfg.table, cfg.action, **cfg.params)
-        self.routes = {}
-        for e in entries:
-            if e.table != "ipv4_fwd":
-                continue
-            key = e.match.get("dst_addr")
-            prefix = f"{ipaddress.IPv4Address(key[0])}/{key[1]}" if key else "0.0.0.0/0"
-            self.routes[prefix] = (e.action, e.params.get("port"), e.params.get("mark", 0))
+        self.oracle.routes = routes_of(entries)
         self.entries = len(self.client.read_table("port_role"))
 
     def addressing(self) -> Addressing:
@@ -199,42 +249,6 @@ class FuzzBed:
     def occupancy_nonzero(self) -> int:
         assert self.switch is not None
         return sum(1 for v in self.switch.cli.register_read("occupancy") if v)
-
-    def expected_port(self, dst: str) -> int | None:
-        """Where the tables send `dst` (LPM); None if they punt or drop it."""
-        addr = ipaddress.IPv4Address(dst)
-        best = max((ipaddress.IPv4Network(p) for p in self.routes if addr in ipaddress.IPv4Network(p)),
-                   key=lambda n: n.prefixlen, default=None)
-        if best is None:
-            return None
-        action, port, _ = self.routes[str(best)]
-        return port if action in ("deliver", "tunnel") else None
-
-    def check_output(self, batch: Batch, port: int, frame: bytes) -> None:
-        """Is `frame`, seen leaving on `port`, one the tables allow there?"""
-        etype = frame[12:14] if len(frame) >= 14 else b""
-        direct = batch.role == "cpu" and port in self.direct_ports
-        if etype == b"\x08\x06":
-            if port != batch.port and not direct:
-                batch.wrong_port.append(f"ARP out of {port} (came in on {batch.port})")
-            return
-        if etype != b"\x08\x00" or len(frame) < 34:
-            if not direct:
-                batch.wrong_port.append(f"non-IPv4 frame (EtherType {etype.hex()}) out of {port}")
-            return
-        ihl = (frame[14] & 0xF) * 4
-        dst = str(ipaddress.IPv4Address(frame[30:34]))
-        ours = frame[23] == IP_PROTO_IPIP and frame[26:30] == ipaddress.IPv4Address(self.net.switch("bs1").address).packed
-        if ours and len(frame) >= 14 + ihl + 20:
-            dst = str(ipaddress.IPv4Address(frame[14 + ihl + 16:14 + ihl + 20]))
-        want = self.expected_port(dst)
-        if want != port and not direct:
-            batch.wrong_port.append(f"to {dst} out of {port}, tables say {want}")
-        marked = frame[15] >> 2 == DSCP_IPF_PRIORITY_DEFAULT
-        if marked and batch.role in ("access", "core"):
-            route = self.routes.get(f"{dst}/32")
-            if not (ours and route is not None and route[0] == "tunnel" and route[2] == 1):
-                batch.wrong_port.append(f"priority mark to {dst} out of {port} from the {batch.role} port")
 
     # ---------------------------------------------------------------- a batch
 
@@ -290,7 +304,9 @@ class FuzzBed:
         for p, got in seen.items():
             batch.out[p] = len(got)
             for frame in got:
-                self.check_output(batch, p, frame)
+                why = self.oracle.check(role, port, self.direct_ports, p, frame)
+                if why is not None:
+                    batch.wrong_port.append(why)
         return batch
 
     def _packet_out(self, frame: bytes, rng: random.Random) -> None:
