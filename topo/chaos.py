@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.control import ControlError
 from controller.testbed import HostPort, Testbed, mh_ip, mh_name, received_seqs
 from p4handoff.netns import stop_process
 
@@ -119,7 +120,7 @@ def one_run(workdir: Path, target: str | None, instant: str | None) -> tuple[Run
 
         def traffic() -> None:
             k = 0
-            while (now := time.monotonic()) - start < DURATION:
+            while time.monotonic() - start < DURATION:
                 for i in FLOWS:
                     tb.hosts["ch"].send(tb.data_frame(i, k))
                     sent[i] += 1
@@ -166,7 +167,7 @@ def one_run(workdir: Path, target: str | None, instant: str | None) -> tuple[Run
 
 
 def _ctl_retry(tb: Testbed, body: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
-    from controller.control import ControlError
+    """A control request that waits out a controller being restarted."""
     deadline = time.monotonic() + timeout
     while True:
         try:
