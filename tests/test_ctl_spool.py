@@ -155,7 +155,7 @@ def restart(f: FakeNet, spool_path: Path | None) -> Mobility:
     spool = Spool(spool_path) if spool_path else None
     new = Mobility(NET, seed=8, spool=spool)
     new.restore_buffers(spool.open() if spool else [])
-    f.mobility = new
+    f.mobility, f.down = new, False
     f.apply(new.recover(copy.deepcopy(f.tables), f.now))
     f.apply(new.resume_flushes(f.now))
     return new
@@ -243,3 +243,54 @@ def overtaken(got: list[int]) -> int:
         n += s < top
         top = max(top, s)
     return n
+
+
+@pytest.mark.parametrize("instant", [0.2, 0.35, 0.7], ids=["before", "during", "after"])
+def test_controller_down_for_200ms_around_a_handoff_costs_the_static_mh_nothing(tmp_path, instant):
+    """The fake's version of `make chaos` for the controller: it dies 200 ms before, while mh1 is
+    buffered, or after its handoff, and a new one takes over. mh2 (static) loses nothing; mh1 loses
+    only what its old BS punted while no controller was there; the tables end as after a clean attach."""
+    path = tmp_path / "ctl.spool"
+    f, mob = make(path)
+    f.register("mh1", "bs1")
+    f.register("mh2", "bs2")
+    f.run(0.05)
+    for i in range(400):
+        f.send("mh1", i, when=0.06 + i * 0.0025)
+        f.send("mh2", i, when=0.06 + i * 0.0025)
+    steps = sorted([(0.3, "detach"), (0.31, "leave"), (0.4, "register"), (instant, "crash"),
+                    (instant + 0.2, "restart")])
+    for at, what in steps:
+        f.run(at)
+        if what == "detach":
+            if not f.down:
+                f.apply(f.mobility.detach("mh1", f.now))
+        elif what == "leave":
+            f.location["mh1"] = None
+        elif what == "register":
+            f.register("mh1", "bs2")
+        elif what == "crash":
+            f.crash()
+        else:
+            restart(f, path)
+            if f.mobility.state("mh1").bs != "bs2" and at >= 0.4:    # its registration died with the process
+                f.register("mh1", "bs2", ident=50)
+    f.run(4.0)
+    assert f.seqs("mh2") == list(range(400))
+    punted_away = {int(w.split()[-1]) for w in f.lost_inputs if w.startswith("punt 10.0.1.1")}
+    in_the_air = {seq for addr, seq, _ in f.lost if addr == "10.0.1.1"}   # left while nobody could divert
+    got = f.seqs("mh1")
+    assert len(got) == len(set(got)), "no duplicates"
+    assert set(range(400)) - set(got) <= punted_away | in_the_air
+    if instant > 0.3:                        # the detach was signalled to a live controller: nothing in the air
+        assert not in_the_air
+    assert f.tables == clean_attach({"mh1": "bs2", "mh2": "bs2"})
+    assert f.mobility.pool.total == 0 and path.stat().st_size == 0
+
+
+def clean_attach(where: dict[str, str]) -> dict:
+    f, _ = make(None)
+    for mh, bs in where.items():
+        f.register(mh, bs)
+    f.run(5.0)
+    return f.tables
