@@ -226,8 +226,10 @@ def test_ctl_run_survives_its_description_being_rewritten(tmp_path):
         for text in ("switches: [\n  - {name: gw", yaml.safe_dump(raw), None):
             if text is None:
                 path.unlink()
-            else:
-                path.write_text(text)
+            else:                            # atomically: the watcher must see this content, not half of it
+                tmp = path.with_suffix(".tmp")
+                tmp.write_text(text)
+                os.replace(tmp, path)
             n = len(changes(log))
             deadline = time.monotonic() + 10
             while len(changes(log)) == n:
