@@ -63,8 +63,8 @@ def test_killed_while_buffering_the_restarted_controller_flushes_everything(tb):
     restored = [e for e in tb.log_events("spool_restored") if e["mh"] == mh_name(0)]
     assert restored and restored[-1]["packets"] == N
     cell1, cell2 = Collector(tb.hosts["cell1"]), Collector(tb.hosts["cell2"])
-    attach(tb, 0, "bs2", 2)
-    tb.wait_for(lambda s: s["mobile_hosts"][0]["buffer"] == 0, timeout=10)
+    tb.register(0, "bs2", 2, wait_reply=0)           # the collectors take the reply
+    tb.wait_for(lambda s: s["mobile_hosts"][0]["bs"] == "bs2" and s["mobile_hosts"][0]["buffer"] == 0, timeout=10)
     time.sleep(1.0)
     assert [s for s, _ in received_seqs(cell2.stop(), mh_ip(0))] == list(range(N))
     assert received_seqs(cell1.stop(), mh_ip(0)) == []
@@ -85,7 +85,7 @@ def test_killed_as_the_handoff_starts_nothing_buffered_is_lost(tb):
     tb.start_controller()
     st = tb.mh_status(0)
     if st["bs"] != "bs2":
-        attach(tb, 0, "bs2", 3)
+        tb.register(0, "bs2", 3, wait_reply=0)
     tb.wait_for(lambda s: s["mobile_hosts"][0]["bs"] == "bs2" and s["mobile_hosts"][0]["phase"] == "attached"
                 and s["mobile_hosts"][0]["buffer"] == 0, timeout=15)
     time.sleep(1.0)
