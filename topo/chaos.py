@@ -38,7 +38,7 @@ from p4handoff.netns import stop_process
 
 RATE = 100                   # packets/s per flow
 PAYLOAD = 64                 # UDP payload bytes (4 of them the sequence number)
-DURATION = 6.0               # seconds of traffic
+DURATION = 9.0               # seconds of traffic (a switch killed at 3.5 s is back well before the end)
 DETACH_AT, REGISTER_AT = 2.0, 2.3
 INSTANTS = {"before": 1.0, "during": 2.15, "after": 3.5}
 TARGETS = ("bs1", "gw", "controller")
@@ -158,7 +158,8 @@ def one_run(workdir: Path, target: str | None, instant: str | None) -> tuple[Run
             res.lost_bytes[mh_name(i)] = (sent[i] - len(got & set(range(sent[i])))) * PAYLOAD
         if t_restart:
             t0, served = t_restart[0]
-            res.recovery_ms = (served - t0) * 1000 if served is not None else _first_after(target, t0, frames)
+            res.recovery_ms = (served - t0) * 1000 if served is not None else _first_after(target, t0 - start,
+                                                                                             t0, frames)
         entries = {name: tb.ctl({"cmd": "entries", "switch": name})["entries"] for name in ("gw", "bs1", "bs2")}
         assert status["buffer_total"] == 0
         return res, entries
@@ -178,11 +179,13 @@ def _ctl_retry(tb: Testbed, body: dict[str, Any], timeout: float = 30.0) -> dict
             time.sleep(0.1)
 
 
-def _first_after(target: str | None, t0: float, frames: dict[str, list[tuple[float, bytes]]]) -> float:
-    """Restart → the first flow packet delivered through the restarted switch, in ms."""
-    cells = {"bs1": ["cell1"], "bs2": ["cell2"]}.get(target or "", ["cell1", "cell2"])
-    after = [t for c in cells for t, f in frames[c]
-             if t >= t0 and any(received_seqs([f], mh_ip(i)) for i in FLOWS)]
+def _first_after(target: str | None, since: float, t0: float, frames: dict[str, list[tuple[float, bytes]]]) -> float:
+    """Restart → the first packet sent after the restart (not a buffered one) that crossed the restarted
+    switch and was delivered, in ms; `since` is the restart in seconds from the start of the traffic."""
+    flows = [i for i in FLOWS if target in PATH[i] and i != 0] or list(FLOWS)
+    first_new = math.ceil(since * RATE)
+    after = [t for c in ("cell1", "cell2") for t, f in frames[c] for i in flows
+             if any(seq >= first_new for seq, _ in received_seqs([f], mh_ip(i)))]
     return (min(after) - t0) * 1000 if after else math.inf
 
 
