@@ -10,7 +10,7 @@ P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
 # protobuf it only loads with the pure-Python implementation.
 export PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION := python
 
-.PHONY: setup build test unit ptf clean bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-scale
+.PHONY: setup build test unit ptf clean fuzz chaos bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-scale
 
 setup: ## install everything installable from apt and PyPI; report what is missing
 	bash scripts/setup.sh
@@ -72,6 +72,15 @@ bench-scale: ## one simulator sweep with --jobs 1 and --jobs $(nproc): sweep_spe
 
 bench-lab: ## simulator speed and the link emulator's rate/delay error (emulator part needs root)
 	$(PY) bench/lab.py
+
+# Reliability (issue 12, docs/reliability.md).
+FUZZ_FRAMES ?= 10000
+FUZZ_SEED ?=
+fuzz: build ## fuzzed frames into every port role of a BS on BMv2, each accounted for (needs root; FUZZ_SEED=N to replay, FUZZ_FRAMES=N)
+	$(PY) -m topo.fuzz_bmv2 --frames $(FUZZ_FRAMES) $(if $(FUZZ_SEED),--seed $(FUZZ_SEED)) --json $(BUILD)/fuzz.json
+
+chaos: build ## kill -9 a BS's BMv2, the gateway's and the controller before/during/after a WLAN->3G handoff (needs root; ~5 min)
+	$(PY) -m topo.chaos --json $(BUILD)/chaos.json
 
 clean:
 	rm -rf $(BUILD)

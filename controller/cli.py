@@ -88,7 +88,7 @@ def _run(args: argparse.Namespace) -> int:
     log_file = open(args.log, "a", buffering=1) if args.log else None
     try:
         daemon = Daemon(net, JsonLog(log_file or sys.stderr), socket_path=args.socket,
-                        startup_timeout=args.startup_timeout)
+                        startup_timeout=args.startup_timeout, network_path=args.network)
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: daemon.stop())
         daemon.run()

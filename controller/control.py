@@ -54,6 +54,8 @@ def parse_request(line: bytes) -> tuple[str, dict[str, Any]] | str:
         msg = json.loads(line)
     except (ValueError, UnicodeDecodeError) as exc:
         return f"not JSON: {exc}"
+    except RecursionError:
+        return "not JSON this daemon parses: nested too deeply"
     if not isinstance(msg, dict) or not isinstance(msg.get("cmd"), str):
         return "a request is a JSON object with a string field 'cmd'"
     cmd = msg.pop("cmd")
@@ -72,9 +74,11 @@ def parse_request(line: bytes) -> tuple[str, dict[str, Any]] | str:
 class ControlServer:
     """Accepts connections on `path` and posts each valid request to the daemon's queue."""
 
-    def __init__(self, path: str, post: Callable[[ControlRequest], None]) -> None:
+    def __init__(self, path: str, post: Callable[[ControlRequest], None],
+                 log: Callable[[str, dict[str, Any]], None] | None = None) -> None:
         self.path = path
         self.post = post
+        self.log = log or (lambda event, fields: None)
         self._sock: socket.socket | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -114,10 +118,12 @@ class ControlServer:
             try:
                 line = _read_line(conn, MAX_REQUEST)
             except (OSError, ValueError) as exc:
+                self.log("control_rejected", {"reason": str(exc) or type(exc).__name__})
                 _send(conn, {"ok": False, "error": str(exc), "kind": "bad-request"})
                 return
             parsed = parse_request(line)
             if isinstance(parsed, str):
+                self.log("control_rejected", {"reason": parsed, "bytes": len(line)})
                 _send(conn, {"ok": False, "error": parsed, "kind": "bad-request"})
                 return
             req = ControlRequest(*parsed)

@@ -28,22 +28,21 @@ from pathlib import Path
 from typing import IO, Any, Callable
 
 from controller.control import ControlRequest, ControlServer
+from controller.description_watch import DescriptionWatch
 from controller.intents import Completed, Effect, SetRoute
 from controller.mobility import Mobility, MobilityError
 from controller.network import PORT_ACCESS, Network
 from controller.p4runtime import P4RuntimeError, TableEntry
-from controller.packets import PacketError, parse_ipv4, parse_udp, split_ethernet
 from controller.port_counters import CounterJob, CounterReader, CountersRead
 from controller.programmer import Programmer
-from controller.registration import RegistrationError, RegistrationRequest
-from controller.session import Connected, Lost, PacketInEvent, SwitchSession, expected_cookie
+from controller.punts import dispatch
+from controller.session import BadPacketIn, Connected, Lost, PacketInEvent, SwitchSession, expected_cookie
+from controller.spool import Spool
 from controller.switch_state import SwitchState, diff
 from controller.transmit import Transmitter
-from p4handoff.wire import UDP_PORT_MIP_REGISTRATION, load_constants
+from p4handoff.wire import load_constants
 
 _C = load_constants()
-REASON_BUFFER, REASON_REGISTRATION, REASON_TELEMETRY = (
-    _C["PUNT_REASON_BUFFER"], _C["PUNT_REASON_REGISTRATION"], _C["PUNT_REASON_TELEMETRY"])
 AQM_CLASS_STRIDE = _C["AQM_CLASS_STRIDE"]
 AVG_FRAC_BITS = _C["AVG_FRAC_BITS"]
 CLASSES = {"np": _C["AQM_CLASS_NP"], "prio": _C["AQM_CLASS_PRIO"], "dummy": _C["AQM_CLASS_DUMMY"]}
@@ -80,13 +79,17 @@ class _PendingStatus:
 
 class Daemon:
     def __init__(self, net: Network, log: Callable[[str, dict[str, Any]], None] | None = None,
-                 socket_path: str | None = None, startup_timeout: float = 10.0) -> None:
+                 socket_path: str | None = None, startup_timeout: float = 10.0,
+                 network_path: str | Path | None = None) -> None:
         self.net = net
         self.log = log or JsonLog(sys.stderr)
+        self.watch = DescriptionWatch(network_path, net, self.log) if network_path is not None else None
         self.socket_path = socket_path or net.controller.socket
         self.startup_timeout = startup_timeout
         self.events: queue.Queue[object] = queue.Queue()
-        self.mobility = Mobility(net, self.log)
+        c = net.controller
+        self.spool = Spool(c.spool, c.spool_fsync) if c.spool else None
+        self.mobility = Mobility(net, self.log, spool=self.spool)
         self.programmer = Programmer(net)
         self.transmitter = Transmitter(net)
         eid = net.controller.election_id
@@ -111,8 +114,17 @@ class Daemon:
             if not Path(path).is_file():
                 raise FileNotFoundError(f"pipeline file {path} not found (run 'make build')")
         self.cookie = expected_cookie(c.p4info, c.device_config)
-        self.server = ControlServer(self.socket_path, self.events.put)
+        self.server = ControlServer(self.socket_path, self.events.put, self.log)
         self.server.start()
+        try:
+            spooled = self.spool.open() if self.spool is not None else []
+        except OSError:
+            self.server.stop()
+            raise
+        if self.spool is not None and self.spool.torn_bytes:
+            self.log("spool_torn", {"path": str(self.spool.path), "bytes": self.spool.torn_bytes,
+                                    "reason": "a record the previous controller did not finish writing"})
+        self.mobility.restore_buffers(spooled)
         self.counter_reader = CounterReader(self.events.put)
         self.log("controller_start", {"switches": [s.name for s in self.net.switches], "socket": self.socket_path,
                                       "mobile_hosts": len(self.net.mobile_hosts)})
@@ -125,6 +137,8 @@ class Daemon:
             self.counter_reader.stop()
             for s in self.sessions.values():
                 s.stop()
+            if self.spool is not None:
+                self.spool.close()
             self.log("controller_stop", {})
 
     def stop(self) -> None:
@@ -161,6 +175,7 @@ class Daemon:
         self._apply(self.mobility.recover(routes, time.monotonic()))
         for name in read_back:
             self._reconcile(name, read_back[name])
+        self._apply(self.mobility.resume_flushes(time.monotonic()))      # packet-outs need reconciled switches
         missing = sorted(set(self.sessions) - set(read_back))
         self.log("startup_done", {"connected": sorted(read_back), "waiting_for": missing})
         for ev in deferred:
@@ -180,6 +195,8 @@ class Daemon:
             ev = None
         try:
             self._handle(ev)
+            if self.watch is not None:
+                self.watch.poll()
             now = time.monotonic()
             deadline = self.mobility.next_deadline()
             if deadline is not None and deadline <= now:
@@ -207,6 +224,9 @@ class Daemon:
             self._on_request(ev)
         elif isinstance(ev, CountersRead):
             self._on_counters(ev)
+        elif isinstance(ev, BadPacketIn):
+            self.counters["other_punts"] += 1
+            self.log("packet_in_ignored", {"switch": ev.switch, "reason": f"undecodable packet-in: {ev.reason}"})
 
     # ------------------------------------------------------------------ switches
 
@@ -290,6 +310,7 @@ class Daemon:
                 self._send(e)
         if batch:
             self._write_routes(batch)
+        self.mobility.pool.commit()        # every release above is with its switch now: journal it
 
     def _write_routes(self, batch: list[SetRoute]) -> None:
         name = batch[0].switch
@@ -336,43 +357,17 @@ class Daemon:
         if ev.client is not self.sessions[ev.switch].client:
             return                                  # from a session already replaced
         self.counters["packet_in"] += 1
-        meta, payload = ev.packet.metadata, ev.packet.payload
-        reason, port = meta.get("reason"), meta.get("ingress_port", 0)
         # timers count from handling, not arrival: an event that queued behind others must not find its
         # marker deadlines already past (a stale `now` once timed the gateway's marker out at once)
-        now = time.monotonic()
-        if reason == REASON_BUFFER:
-            try:
-                _, _, packet = split_ethernet(payload)
-            except PacketError as exc:
-                self.log("punt_malformed", {"switch": ev.switch, "reason": str(exc)})
-                return
-            self._apply(self.mobility.packet_in(ev.switch, packet, now))
-        elif reason == REASON_REGISTRATION:
+        out = dispatch(self.mobility, self.log, ev.switch, ev.packet.metadata, ev.packet.payload,
+                       time.monotonic(), ev.at)
+        if out.kind == "registration":
             self.counters["registrations"] += 1
-            self._on_registration(ev.switch, port, payload, now, ev.at)
-        elif reason == REASON_TELEMETRY:
-            self._on_telemetry(ev.switch, payload)
-        else:
+        elif out.kind == "telemetry":
+            self._on_telemetry(ev.switch, ev.packet.payload)
+        elif out.kind == "ignored":
             self.counters["other_punts"] += 1
-
-    def _on_registration(self, switch: str, port: int, frame: bytes, now: float, received: float) -> None:
-        try:
-            _, src_mac, packet = split_ethernet(frame)
-            ip = parse_ipv4(packet)
-            sport, dport, payload = parse_udp(ip)
-        except PacketError as exc:
-            self.log("registration_rejected", {"switch": switch, "port": port, "reason": str(exc)})
-            return
-        if dport != UDP_PORT_MIP_REGISTRATION:
-            self.log("registration_rejected", {"switch": switch, "port": port, "reason": f"UDP port {dport}"})
-            return
-        try:
-            req = RegistrationRequest.decode(payload)
-        except RegistrationError as exc:
-            self._apply(self.mobility.malformed_registration(switch, port, src_mac, ip.src, sport, str(exc)))
-            return
-        self._apply(self.mobility.registration(switch, port, src_mac, ip.src, sport, req, now, received))
+        self._apply(out.effects)
 
     # ------------------------------------------------------------------ operator requests
 
@@ -390,9 +385,11 @@ class Daemon:
             elif req.cmd == "detach":
                 self._apply(self.mobility.detach(req.args["mh"], now))
             else:
+                self.log("control_rejected", {"reason": f"unknown command {req.cmd!r}"})
                 req.respond({"ok": False, "error": f"unknown command {req.cmd!r}", "kind": "bad-request"})
                 return
         except MobilityError as exc:
+            self.log("request_refused", {"cmd": req.cmd, "reason": str(exc)})
             req.respond({"ok": False, "error": str(exc), "kind": "refused"})
             return
         st = self.mobility.state(req.args["mh"])
@@ -466,10 +463,14 @@ class Daemon:
     def _on_telemetry(self, switch: str, payload: bytes) -> None:
         """A probe's answer goes to the oldest round still waiting for that port (each round sent one)."""
         if len(payload) < _TELEMETRY.size:
+            self.log("packet_in_ignored", {"switch": switch, "reason": f"telemetry answer of {len(payload)} bytes, "
+                                                                       f"need {_TELEMETRY.size}"})
             return
         port, mode, _, np_, prio, dummy, avg, count = _TELEMETRY.unpack_from(payload)
         st = next((r for _, r in sorted(self._pending_status.items()) if (switch, port) in r.waiting), None)
         if st is None:
+            self.log("packet_in_ignored", {"switch": switch, "port": port,
+                                           "reason": "telemetry answer no status round is waiting for"})
             return
         st.waiting.discard((switch, port))
         for entry in st.body["ports"]:

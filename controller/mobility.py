@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from controller.buffer import BufferPool
+from controller.spool import Record, Spool
 from controller.intents import (Completed, Deliver, Effect, Forward, Notify, Punt, Release, Reply, RouteAction,
                                 SendToward, SetRoute, Tunnel)
 from controller.network import PORT_ACCESS, MobileHost, Network
@@ -89,11 +90,13 @@ class MhState:
 class Mobility:
     """All MHs' state, the routes it wants for their addresses, and their buffers."""
 
-    def __init__(self, net: Network, log: LogFn | None = None, seed: int | None = None) -> None:
+    def __init__(self, net: Network, log: LogFn | None = None, seed: int | None = None,
+                 spool: Spool | None = None) -> None:
         self.net = net
         self.gw = net.gateway.name
         self.log: LogFn = log or (lambda event, fields: None)
-        self.pool = BufferPool(net.buffer.total_packets)
+        self.pool = BufferPool(net.buffer.total_packets, spool)
+        self._resume: list[tuple[str, str | None]] = []    # (MH, gateway marker via) to flush after recovery
         self.mhs: dict[str, MhState] = {}
         self._by_addr: dict[str, MhState] = {}
         for host in net.mobile_hosts:
@@ -171,7 +174,12 @@ class Mobility:
             return fx
 
         def reply(code: ReplyCode, lifetime: int, reason: str = "") -> list[Effect]:
-            if code is not ReplyCode.ACCEPTED:
+            if code is ReplyCode.ACCEPTED:
+                # only an accepted request moves the replay bound: a refused one with a huge
+                # identification must not lock the MH out of registering again
+                assert st is not None
+                st.last_ident = req.identification
+            else:
                 self.log("registration_rejected", {**where, "reason": reason, "code": int(code)})
             payload = RegistrationReply(code, req.home_address, self.net.gateway.address, lifetime,
                                         req.identification).encode()
@@ -184,7 +192,6 @@ class Mobility:
         if req.identification <= st.last_ident:
             return reply(ReplyCode.IDENTIFICATION_MISMATCH, 0,
                          f"identification {req.identification} not above {st.last_ident}")
-        st.last_ident = req.identification
         if req.simultaneous:
             return self._probe_registration(st, switch, port, src_mac, req, now, fx, reply)
         if req.care_of != st.host.address:
@@ -255,6 +262,7 @@ class Mobility:
         st = self._by_addr.get(ip.dst)
         if st is None:
             self.unknown_punts += 1
+            self.log("punt_dropped", {"switch": switch, "dst": ip.dst, "reason": "not a mobile host's address"})
             return []
         if switch in st.diverts:
             if switch == self.gw and st.gw_marker is not None:
@@ -286,12 +294,24 @@ class Mobility:
 
     # ------------------------------------------------------------------ recovery
 
+    def restore_buffers(self, records: list[Record]) -> None:
+        """Before `recover`: the buffers as the previous controller left them in the spool."""
+        for mh, count in self.pool.restore(records).items():
+            self.log("spool_discarded", {"mh": mh, "packets": count, "reason": "not a mobile host of this network"})
+        for name, st in self.mhs.items():
+            if len(self.pool[name]):
+                self.log("spool_restored", {"mh": name, "packets": len(self.pool[name])})
+
     def recover(self, routes: dict[str, dict[str, RouteAction]], now: float) -> list[Effect]:
         """Rebuild MH state from the routes read back from the switches (controller restart).
 
-        Buffers are lost with the old controller; MHs that did not move are
-        left exactly as they are (no effects); a handoff interrupted by the
-        restart is completed towards the BS that delivers.
+        MHs that did not move are left exactly as they are (no effects); a
+        handoff interrupted by the restart is completed towards the BS that
+        delivers — after the packets restored from the spool (`restore_buffers`)
+        are flushed to it, in order (`resume_flushes`, once the switches are
+        reconciled). Restored packets of an MH detached at restart wait for its
+        registration as before; those of an MH no switch has a route for are
+        discarded (logged): nobody knows where it is.
         """
         fx: list[Effect] = []
         managed = self.managed_addresses()
@@ -314,7 +334,9 @@ class Mobility:
                 st.anchor = st.release_src = st.bs
                 st.holds = {sw: now + self.hold_s for sw in tunnels}
                 st.diverts = punts
-                if punts or gw_route != Forward(st.bs):
+                if len(self.pool[st.host.name]):
+                    fx += self._prepare_resume(st, now)
+                elif punts or gw_route != Forward(st.bs):
                     # a handoff interrupted by the restart completes towards the delivering BS
                     st.phase, st.started = Phase.HANDING_OFF, now
                     fx += self._complete(st, now, recovered=True)
@@ -329,10 +351,14 @@ class Mobility:
             elif punts:
                 st.phase, st.diverts = Phase.DETACHED, punts
                 st.anchor = next((sw for sw in sorted(punts) if sw != self.gw), None)
+                st.left_cell = self._cell(st.anchor)
                 st.holds = {sw: now + self.hold_s for sw in tunnels}
             else:
                 for sw in on:
                     self._set(fx, sw, home, None)
+                if len(self.pool[st.host.name]):
+                    self.log("spool_discarded", {"mh": st.host.name, "packets": self.pool.discard(st.host.name),
+                                                 "reason": "no switch holds a route for it: location unknown"})
             for bs, addr in st.host.cell_addresses:
                 r = self._routes[bs].get(addr)
                 if isinstance(r, Deliver) and st.phase is Phase.ATTACHED and st.bs != bs:
@@ -346,6 +372,52 @@ class Mobility:
                 self._timer(st, st.holds[sw])
             self.log("recovered", {"mh": st.host.name, "phase": st.phase.value, "bs": st.bs,
                                    "diverting": sorted(st.diverts), "holds": sorted(st.holds)})
+        return fx
+
+    def _prepare_resume(self, st: MhState, now: float) -> list[Effect]:
+        """Recovered mid-handoff with spooled packets: the handoff stays open until they are flushed, along
+        the tunnel from the BS it left if there is one, and the gateway diverts so nothing overtakes them."""
+        fx: list[Effect] = []
+        name, home = st.host.name, st.host.address
+        assert st.bs is not None
+        old = next((sw for sw in sorted(st.diverts) if sw not in (self.gw, st.bs)), None)
+        anchor = old if old is not None and self.net.peered(old, st.bs) else None
+        st.phase, st.started = Phase.HANDING_OFF, now
+        st.anchor, st.left_cell = anchor or st.bs, self._cell(old)
+        st.release_tunnel, st.release_src = anchor is not None, anchor or st.bs
+        st.flush_deadline = now + self.flush_s
+        self._timer(st, st.flush_deadline)
+        self.pool.promote_returned(name)         # the path markers they waited for died with the old process
+        via = None
+        if self.gw in st.diverts and old is not None:
+            via = old         # a fresh gateway marker through the BS it left holds the gateway's punts, as before
+        else:
+            self.pool.promote_pending(name)
+            if self.gw not in st.diverts:
+                self._set(fx, self.gw, home, Punt())
+                st.diverts.add(self.gw)
+        self._resume.append((name, via))
+        return fx
+
+    def resume_flushes(self, now: float) -> list[Effect]:
+        """After recovery and reconciliation: release the restored packets of interrupted handoffs."""
+        fx: list[Effect] = []
+        for name, via in self._resume:
+            st = self.mhs[name]
+            if st.phase is not Phase.HANDING_OFF:
+                continue
+            self.log("handoff_resumed", {"mh": name, "to": st.bs, "buffer": len(self.pool[name]),
+                                         "release": "tunnel" if st.release_tunnel else "direct"})
+            if via is not None:
+                nonce = self._marker(st, now)
+                st.gw_marker = (nonce, now + self.marker_s)
+                fx.append(SendToward(self.gw, via, marker_packet(self.net.controller.address, st.host.address, nonce)))
+                self.log("marker_sent", {"mh": name, "kind": "gateway", "via": via})
+            fx += self._drain(st)
+            if st.since_drain:
+                fx += self._drain_marker(st, now)
+            fx += self._maybe_complete(st, now)
+        self._resume = []
         return fx
 
     # ------------------------------------------------------------------ transitions
@@ -540,7 +612,7 @@ class Mobility:
     def _marker_back(self, switch: str, nonce: int, now: float) -> list[Effect]:
         name = self._marker_owner.pop(nonce, None)
         if name is None:
-            self.log("marker_stale", {"via": switch})
+            self.log("marker_stale", {"via": switch, "reason": "no outstanding marker with this nonce"})
             return []
         st = self.mhs[name]
         if st.drain_marker is not None and st.drain_marker[0] == nonce:
@@ -556,7 +628,7 @@ class Mobility:
                 self.pool.promote_returned(st.host.name)
             self.log("marker_returned", {"mh": st.host.name, "kind": "path", "via": switch})
         else:
-            self.log("marker_stale", {"mh": st.host.name, "via": switch})
+            self.log("marker_stale", {"mh": st.host.name, "via": switch, "reason": "marker no longer awaited"})
             return []
         return self._drain(st) + self._maybe_complete(st, now)
 

@@ -124,6 +124,8 @@ class ControllerConfig:
     device_config: str = str(DEFAULT_DEVICE_CONFIG)
     address: str = DEFAULT_CONTROLLER_ADDRESS   # the controller in the data plane: source of notifications
                                                # and markers; every switch punts packets sent to it
+    spool: str | None = None         # buffered packets journaled here (outlive a controller restart); None: off
+    spool_fsync: bool = False        # fsync every spool record (survives power loss, not only a crash)
 
 
 @dataclass(frozen=True)
@@ -347,7 +349,8 @@ class _Validator:
 
     def controller(self, raw: Any, path: str, base_dir: Path | None) -> ControllerConfig | None:
         d = self.mapping(raw, path, {"election_id", "socket", "hold_time_ms", "marker_timeout_ms",
-                                     "flush_timeout_ms", "p4info", "device_config", "address"})
+                                     "flush_timeout_ms", "p4info", "device_config", "address", "spool",
+                                     "spool_fsync"})
         if d is None:
             return None
         out: dict[str, Any] = {}
@@ -367,9 +370,25 @@ class _Validator:
                     out[key] = d[key]
         if "address" in d:
             out["address"] = self.ipv4(d["address"], f"{path}.address")
+        if "spool_fsync" in d:
+            if isinstance(d["spool_fsync"], bool):
+                out["spool_fsync"] = d["spool_fsync"]
+            else:
+                self.err(f"{path}.spool_fsync", f"must be true or false, got {d['spool_fsync']!r}")
+                out["spool_fsync"] = None
         if None in out.values():
             return None
-        return ControllerConfig(**out)
+        spool = d.get("spool", "")
+        if spool is None:                         # explicitly off
+            pass
+        elif not isinstance(spool, str):
+            self.err(f"{path}.spool", f"must be a path or null, got {spool!r}")
+            return None
+        elif spool == "":                         # default: beside the control socket
+            spool = str(Path(out.get("socket", DEFAULT_SOCKET)).with_suffix(".spool"))
+        elif base_dir is not None:
+            spool = str((base_dir / spool).resolve())
+        return ControllerConfig(**out, spool=spool)
 
     def buffer(self, raw: Any, path: str) -> BufferLimits | None:
         d = self.mapping(raw, path, {"per_mh_packets", "total_packets"})

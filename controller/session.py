@@ -38,6 +38,14 @@ class Lost:
 
 
 @dataclass(frozen=True)
+class BadPacketIn:
+    """A packet-in whose `packet_in` header could not be decoded (the daemon logs it)."""
+
+    switch: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class PacketInEvent:
     switch: str
     packet: PacketIn
@@ -117,7 +125,8 @@ class SwitchSession:
             try:
                 pkt = client.packet_in(timeout=0.2)
             except (P4RuntimeError, P4InfoError, ValueError) as exc:   # one undecodable packet-in
-                self.last_error = str(exc).splitlines()[0]
+                self.last_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                self.post(BadPacketIn(self.sw.name, self.last_error))
                 continue
             if pkt is not None:
                 self.post(PacketInEvent(self.sw.name, pkt, client, time.monotonic()))

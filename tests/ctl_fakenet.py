@@ -50,6 +50,8 @@ class FakeNet:
     replies: list[RegistrationReply] = field(default_factory=list)
     effects: list[Effect] = field(default_factory=list)
     completed: list[tuple[str, float]] = field(default_factory=list)   # (mh, registration → routes applied)
+    down: bool = False                   # the controller process is dead (see `crash`)
+    lost_inputs: list[str] = field(default_factory=list)   # what reached it while it was
 
     def __post_init__(self) -> None:
         self._events: list[tuple[float, int, Callable[[], None]]] = []
@@ -71,7 +73,7 @@ class FakeNet:
     def run(self, until: float) -> None:
         while True:
             t_ev = self._events[0][0] if self._events else None
-            t_tm = None if self._timer_queued else self.mobility.next_deadline()
+            t_tm = None if self._timer_queued or self.down else self.mobility.next_deadline()
             nxt = min(t for t in (t_ev, t_tm) if t is not None) if (t_ev is not None or t_tm is not None) else None
             if nxt is None or nxt > until:
                 break
@@ -90,10 +92,20 @@ class FakeNet:
         self._timer_queued = False
         return self.mobility.on_time(self.now)
 
-    def controller(self, step: Callable[[], list[Effect]]) -> None:
+    def controller(self, step: Callable[[], list[Effect]], what: str = "input") -> None:
         """Queue one controller input; inputs run in arrival order whenever the controller is free."""
+        if self.down:
+            self.lost_inputs.append(what)
+            return
         self._inbox.append(step)
         self._pump()
+
+    def crash(self) -> None:
+        """The controller process dies with its queued inputs; until `down` is cleared (a new `mobility`
+        recovered), punts and registrations reaching it are lost, as a switch drops packet-ins nobody reads."""
+        self.down = True
+        self._inbox.clear()
+        self._timer_queued = False
 
     def _pump(self) -> None:
         while self._inbox:
@@ -104,9 +116,10 @@ class FakeNet:
                 return
             self.apply(self._inbox.popleft()())
 
-    def apply(self, effects: list[Effect]) -> None:
+    def apply(self, effects: list[Effect], commit: bool = True) -> None:
         """Effects in order, as the daemon does: a route write (one per run of writes to the same
-        switch, batched) blocks until the switch has applied it; packet-outs do not block."""
+        switch, batched) blocks until the switch has applied it; packet-outs do not block.
+        `commit=False`: the controller dies before journaling the releases (controller/spool.py)."""
         self.effects += effects
         t = max(self.now, self._busy_until)
         prev_switch = None
@@ -135,6 +148,8 @@ class FakeNet:
             elif isinstance(e, Completed):
                 self.completed.append((e.mh, t - e.started))
         self._busy_until = t
+        if commit:
+            self.mobility.pool.commit()      # as the daemon does once the packet-outs are handed on
 
     def _install(self, e: SetRoute) -> None:
         if e.action is None:
@@ -170,7 +185,8 @@ class FakeNet:
             self.at(self.now + self.link, lambda: self._arrive(route.peer, packet, route.priority, "tunnel"))
         elif isinstance(route, Punt):
             self.at(self.now + self.punt,
-                    lambda: self.controller(lambda: self.mobility.packet_in(switch, packet, self.now)))
+                    lambda: self.controller(lambda: self.mobility.packet_in(switch, packet, self.now),
+                                            f"punt {ip.dst} {_seq(packet)}"))
 
     def _to_port(self, switch: str, port: int, packet: bytes, priority: bool, via: str) -> None:
         ip = parse_ipv4(packet)
@@ -198,7 +214,7 @@ class FakeNet:
                                   next(self._idents) if ident is None else ident, 0x80 if simultaneous else 0)
         mac = host.mac or _mac_of(mh)
         self.at(self.now + self.link + self.punt, lambda: self.controller(
-            lambda: self.mobility.registration(bs, port, mac, req.care_of, 434, req, self.now)))
+            lambda: self.mobility.registration(bs, port, mac, req.care_of, 434, req, self.now), f"registration {mh}"))
 
     def leave(self, mh: str, tell_controller: bool = True) -> None:
         """The MH loses its link; the controller hears of it one punt delay later."""

@@ -121,7 +121,7 @@ def test_pool_per_mh_bound_drops_oldest_and_segments_release_in_order():
     pool.add_mh("a", 3)
     for p in (b"1", b"2", b"3", b"4"):
         pool.push("a", p)
-    assert list(pool["a"].main) == [b"2", b"3", b"4"] and pool["a"].stats.dropped_overflow == 1
+    assert pool["a"].packets() == [b"2", b"3", b"4"] and pool["a"].stats.dropped_overflow == 1
     pool.push("a", b"g", "pending")                  # full: drops the oldest (b"2")
     pool.push("a", b"r", "returned")                 # full: drops b"3"
     assert pool.pop_main("a") == b"4" and pool.pop_main("a") is None     # held segments wait
@@ -139,4 +139,4 @@ def test_pool_global_bound_evicts_from_the_longest_buffer():
         pool.push("big", bytes([i]))
     pool.push("small", b"s")
     assert len(pool["big"]) == 4 and pool["big"].stats.dropped_global == 1
-    assert pool["big"].main[0] == bytes([1]) and len(pool["small"]) == 1 and pool.total == 5
+    assert pool["big"].packets()[0] == bytes([1]) and len(pool["small"]) == 1 and pool.total == 5
