@@ -1,5 +1,7 @@
 """The telemetry probe: a packet-out with telemetry=1 is answered by a packet-in (reason TELEMETRY)
 carrying the AQM state of the port it names, readable without Thrift."""
+import time
+
 from bs_pipeline import ACCESS, ACCESS2, C, MH_ADDR, PROBE, TELEMETRY, BsTest, udp_to
 from controller.aqm_tables import AQM_MODE_MRED, PortAqm, RedParams, fixed_avg
 
@@ -12,6 +14,10 @@ class TelemetryProbe(BsTest):
         self.configure_aqm(PortAqm(ACCESS, AQM_MODE_MRED, qlimit=60, dummy_th=60, red=red))
         self.set_queue_rate(10, ACCESS)
         self.send_all(1, (udp_to(MH_ADDR, seq=i) for i in range(8)))
+        # send_all returns before the switch has queued them (under load the probe overtook them)
+        deadline = time.monotonic() + 2.0
+        while self.aqm_count("aqm_enqueued", ACCESS, C["AQM_CLASS_NP"]).packets < 8 and time.monotonic() < deadline:
+            time.sleep(0.01)
         self.packet_out(PROBE, egress_port=ACCESS, telemetry=1)
         pin = self.get_packet_in()
         self.assertEqual(pin.metadata["reason"], C["PUNT_REASON_TELEMETRY"])
