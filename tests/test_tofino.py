@@ -7,6 +7,7 @@ on PATH, and each test skips by name with the reason otherwise.
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
@@ -181,3 +182,29 @@ def test_p4info_parity_on_what_the_controller_uses(target):
     for name in PACKET_METADATA:
         a, b = tna.controller_metadata(name), v1.controller_metadata(name)
         assert [(m.name, m.bitwidth) for m in a.metadata] == [(m.name, m.bitwidth) for m in b.metadata], name
+
+
+# -- make tofino-resources -----------------------------------------------------------------------------
+
+def _stage(number: int, srams: int, tcams: int, hash_bits: int = 0) -> dict:
+    return {"stage_number": number,
+            "rams": {"nRows": 8, "nColumns": 10, "srams": [{}] * srams},
+            "tcams": {"nRows": 12, "nColumns": 2, "tcams": [{}] * tcams},
+            "hash_bits": {"nBits": 52, "nFunctions": 8, "bits": [{}] * hash_bits}}
+
+
+def test_resources_count_stages_up_to_the_last_busy_one(tmp_path):
+    from p4handoff.tofino_resources import collect, main, report
+
+    out = tmp_path / "tofino"
+    (out / "pipe" / "logs").mkdir(parents=True)
+    doc = {"resources": {"mau": {"nStages": 12, "mau_stages": [
+        _stage(0, 4, 0, 10), _stage(1, 0, 0), _stage(2, 1, 3), _stage(3, 0, 0)]}}}
+    (out / "pipe" / "logs" / "resources.json").write_text(json.dumps(doc))
+    usage = collect(out)
+    assert usage.stages == 3 and usage.stages_available == 12
+    assert usage.used == {"sram": 5, "tcam": 3, "map_ram": 0, "gateway": 0, "hash_bit": 10, "hash_dist": 0}
+    assert usage.available["sram"] == 4 * 80
+    lines = report(usage)
+    assert lines[0] == "tofino_stages: 3" and "  sram: 5 of 320 (1.6 %)" in lines
+    assert main([str(tmp_path / "missing")]) == 1
