@@ -128,18 +128,14 @@ control TnaAqmEgress(inout tna_headers_t hdr, inout tna_egress_meta_t meta,
         size = 4096;
     }
 
-    action fill_telemetry() {
-        hdr.bs.telemetry.occ_np = data_read.execute(meta.port);
-        hdr.bs.telemetry.occ_prio = prio_read.execute(meta.port);
-        hdr.bs.telemetry.occ_dummy = dummy_read.execute(meta.port);
-        hdr.bs.telemetry.avg = avg_read.execute(meta.port);
-        hdr.bs.telemetry.red_count = (bit<32>)count_read.execute(meta.port);
-    }
-
     apply {
         if (hdr.bridged.telemetry == 1) {
             meta.port = (bit<32>)hdr.bridged.probe_port;
-            fill_telemetry();
+            hdr.bs.telemetry.occ_np = data_read.execute(meta.port);
+            hdr.bs.telemetry.occ_prio = prio_read.execute(meta.port);
+            hdr.bs.telemetry.occ_dummy = dummy_read.execute(meta.port);
+            hdr.bs.telemetry.avg = avg_read.execute(meta.port);
+            hdr.bs.telemetry.red_count = (bit<32>)count_read.execute(meta.port);
         } else {
             meta.port = (bit<32>)eg_intr_md.egress_port;
             meta.idx = meta.port * AQM_CLASS_STRIDE + (bit<32>)hdr.bridged.cls;
@@ -173,7 +169,8 @@ control TnaAqmEgress(inout tna_headers_t hdr, inout tna_egress_meta_t meta,
                 /* the average: every data arrival (RED, drop-tail), non-priority
                  * only (M-RED), i.e. always the packet's own queue */
                 if (hdr.bridged.aqm_mode != AQM_MODE_MRED || hdr.bridged.cls == AQM_CLASS_NP) {
-                    meta.avg_new = avg_lpf.execute(meta.q << AVG_FRAC_BITS, meta.port);
+                    bit<32> q_fp = meta.q << AVG_FRAC_BITS;
+                    meta.avg_new = avg_lpf.execute(q_fp, meta.port);
                     avg_write.execute(meta.port);
                 } else {
                     meta.avg_new = avg_read.execute(meta.port);

@@ -24,7 +24,6 @@
 #include "parser.p4"
 #include "aqm.p4"
 
-@pa_auto_init_metadata
 control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
                    in ingress_intrinsic_metadata_t ig_intr_md,
                    in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
@@ -56,22 +55,20 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
         hdr.bridged.aqm_on = 0;
     }
 
-    action probe() {
+    /* aqm_mode: AQM_MODE_* of the probed port, TELEMETRY_NO_AQM without AQM */
+    action probe(bit<8> aqm_mode) {
         hdr.bs.packet_in.ingress_port = meta.bs.egress_port;
         hdr.bs.telemetry.setValid();
         hdr.bs.telemetry.port = (bit<16>)meta.bs.egress_port;
-        hdr.bs.telemetry.aqm_mode = meta.bs.aqm_on ? (bit<8>)meta.bs.aqm_mode : 8w255;
+        hdr.bs.telemetry.aqm_mode = aqm_mode;
         hdr.bs.telemetry._pad = 0;
         hdr.bridged.telemetry = 1;
         hdr.bridged.probe_port = meta.bs.egress_port;
     }
 
-    /* the class's queue: dummies lowest; M-RED's priority data apart */
-    action forward() {
+    action forward(QueueId_t qid) {
         ig_tm_md.ucast_egress_port = meta.bs.egress_port;
-        ig_tm_md.qid = meta.bs.cls == AQM_CLASS_DUMMY ? QID_DUMMY
-                     : (meta.bs.aqm_mode == AQM_MODE_MRED && meta.bs.cls == AQM_CLASS_PRIO ? QID_PRIO : QID_DATA);
-        hdr.bridged.aqm_on = meta.bs.aqm_on ? 1w1 : 1w0;
+        ig_tm_md.qid = qid;
         hdr.bridged.aqm_mode = meta.bs.aqm_mode;
         hdr.bridged.cls = meta.bs.cls;
         hdr.bridged.aqm_profile = meta.bs.aqm_profile;
@@ -90,7 +87,7 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
         hdr.bridged.telemetry = 0;
         hdr.bridged.aqm_on = 0;
         if (kind == 0) {
-            if (ig_prsr_md.parser_err & PARSER_ERROR_PARTIAL_HDR != 0) {
+            if ((ig_prsr_md.parser_err & PARSER_ERROR_PARTIAL_HDR) != 0) {
                 kind = MALFORMED_TRUNCATED;
             } else if (ig_prsr_md.parser_err != 0) {
                 kind = MALFORMED_OTHER;
@@ -114,11 +111,23 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
             } else if (meta.bs.punt_reason != 0) {
                 to_cpu(reason_base);
                 if (meta.bs.punt_reason == PUNT_REASON_TELEMETRY) {
-                    probe();
+                    if (meta.bs.aqm_on) {
+                        probe((bit<8>)meta.bs.aqm_mode);
+                    } else {
+                        probe(TELEMETRY_NO_AQM);
+                    }
                 }
             } else {
-                forward();
+                /* the class's queue: dummies lowest; M-RED's priority data apart */
+                if (meta.bs.cls == AQM_CLASS_DUMMY) {
+                    forward(QID_DUMMY);
+                } else if (meta.bs.aqm_mode == AQM_MODE_MRED && meta.bs.cls == AQM_CLASS_PRIO) {
+                    forward(QID_PRIO);
+                } else {
+                    forward(QID_DATA);
+                }
                 if (meta.bs.aqm_on) {
+                    hdr.bridged.aqm_on = 1;
                     aqm_enqueued.count((bit<32>)meta.bs.egress_port * AQM_CLASS_STRIDE + (bit<32>)meta.bs.cls);
                 }
             }
@@ -160,7 +169,6 @@ control TnaIngressDeparser(packet_out pkt, inout tna_headers_t hdr, in tna_ingre
     }
 }
 
-@pa_auto_init_metadata
 control TnaEgress(inout tna_headers_t hdr, inout tna_egress_meta_t meta,
                   in egress_intrinsic_metadata_t eg_intr_md,
                   in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
@@ -186,4 +194,6 @@ control TnaEgressDeparser(packet_out pkt, inout tna_headers_t hdr, in tna_egress
 Pipeline(TnaIngressParser(), TnaIngress(), TnaIngressDeparser(),
          TnaEgressParser(), TnaEgress(), TnaEgressDeparser()) pipe;
 
+/* metadata arrives zeroed, as BsIngress expects (simple_switch does this) */
+@pa_auto_init_metadata
 Switch(pipe) main;

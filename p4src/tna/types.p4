@@ -29,6 +29,9 @@ const QueueId_t QID_DUMMY = 2;
  * partial-header error (docs/tofino.md, "Semantic differences"). */
 const bit<32> FRAME_LEN_UNKNOWN = 0xFFFFFFFF;
 
+/* telemetry.aqm_mode of a port without AQM (as v1model's 8w255) */
+const bit<8> TELEMETRY_NO_AQM = 255;
+
 #define PORT_CLASS_SLOTS (PORT_SLOTS * AQM_CLASS_STRIDE)
 #define PORT_REASON_SLOTS (PORT_SLOTS * REASON_STRIDE)
 
