@@ -57,7 +57,6 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
 
     /* aqm_mode: AQM_MODE_* of the probed port, TELEMETRY_NO_AQM without AQM */
     action probe(bit<8> aqm_mode) {
-        hdr.bs.packet_in.ingress_port = meta.bs.egress_port;
         hdr.bs.telemetry.setValid();
         hdr.bs.telemetry.port = (bit<16>)meta.bs.egress_port;
         hdr.bs.telemetry.aqm_mode = aqm_mode;
