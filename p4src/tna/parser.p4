@@ -70,7 +70,7 @@ parser TnaIngressParser(packet_in pkt, out tna_headers_t hdr, out tna_ingress_me
 
     state parse_ipv4_opts {
         /* tells bf-p4c which IHL values reach the varbit extract */
-        verify(hdr.bs.ipv4.ihl > 5, error.Ipv4BadIhl);
+        verify(hdr.bs.ipv4.ihl > 5, error.ParserInvalidArgument);
         pkt.extract(hdr.bs.ipv4_opts, ((bit<32>)hdr.bs.ipv4.ihl - 5) << 5);
         ipv4_csum.add(hdr.bs.ipv4_opts);
         transition parse_ipv4_payload;
@@ -99,7 +99,7 @@ parser TnaIngressParser(packet_in pkt, out tna_headers_t hdr, out tna_ingress_me
     }
 
     state parse_inner_opts {
-        verify(hdr.bs.inner.ihl > 5, error.Ipv4BadIhl);
+        verify(hdr.bs.inner.ihl > 5, error.ParserInvalidArgument);
         pkt.extract(hdr.bs.inner_opts, ((bit<32>)hdr.bs.inner.ihl - 5) << 5);
         inner_csum.add(hdr.bs.inner_opts);
         transition parse_inner_payload;
