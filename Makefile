@@ -42,8 +42,8 @@ $(TOFINO_BUILD)/%/bs_tna.p4info.txtpb: $(P4_TNA_SOURCES)
 	@rm -rf $(TOFINO_BUILD)/$* && mkdir -p $(TOFINO_BUILD)/$*
 	$(P4C_TOFINO) --target $* --arch $(call tofino_arch,$*) --std p4-16 -DTNA_CPU_PORT=$(call tofino_cpu_port,$*) \
 	  -o $(TOFINO_BUILD)/$* --p4runtime-force-std-externs \
-	  --p4runtime-files $(TOFINO_BUILD)/$*/bs_tna.p4info.txtpb,$(TOFINO_BUILD)/$*/bs_tna.p4info.binpb \
-	  $(P4_TNA_MAIN) > $(TOFINO_BUILD)/$*/compile.log 2>&1 || { cat $(TOFINO_BUILD)/$*/compile.log >&2; rm -f $@; exit 1; }
+	  --p4runtime-files $(TOFINO_BUILD)/$*/bs_tna.p4info.txtpb,$(TOFINO_BUILD)/$*/bs_tna.p4info.bin \
+	  $(P4_TNA_MAIN) > $(TOFINO_BUILD)/$*.log 2>&1 || { cat $(TOFINO_BUILD)/$*.log >&2; rm -f $@; exit 1; }
 
 tofino-resources: build-tofino ## stages, SRAM, TCAM, PHV and hash units per Tofino target, from the compiler's resource logs
 	$(PY) -m p4handoff.tofino_resources $(foreach t,$(TOFINO_TARGETS),$(TOFINO_BUILD)/$(t))
