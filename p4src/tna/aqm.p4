@@ -26,15 +26,15 @@ control TnaAqmEgress(inout tna_headers_t hdr, inout tna_egress_meta_t meta,
                      in egress_intrinsic_metadata_t eg_intr_md,
                      inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
     @name(".aqm_dequeued")
-    Counter<bit<64>, bit<32>>(PORT_CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) aqm_dequeued;
+    Counter<bit<64>, bit<11>>(PORT_CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) aqm_dequeued;
     @name(".aqm_red_dropped")
-    Counter<bit<64>, bit<32>>(PORT_CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) aqm_red_dropped;
+    Counter<bit<64>, bit<11>>(PORT_CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) aqm_red_dropped;
     @name(".aqm_overflow_dropped")
-    Counter<bit<64>, bit<32>>(PORT_CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) aqm_overflow_dropped;
+    Counter<bit<64>, bit<11>>(PORT_CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) aqm_overflow_dropped;
     @name(".aqm_dummy_dropped")
-    Counter<bit<64>, bit<32>>(PORT_CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) aqm_dummy_dropped;
+    Counter<bit<64>, bit<11>>(PORT_CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) aqm_dummy_dropped;
     @name(".priority_admitted")
-    Counter<bit<64>, bit<32>>(PORT_SLOTS, CounterType_t.PACKETS_AND_BYTES) priority_admitted;
+    Counter<bit<64>, bit<9>>(PORT_SLOTS, CounterType_t.PACKETS_AND_BYTES) priority_admitted;
 
     Random<bit<24>>() random;
     Lpf<bit<32>, bit<32>>(PORT_SLOTS) avg_lpf;
@@ -138,7 +138,7 @@ control TnaAqmEgress(inout tna_headers_t hdr, inout tna_egress_meta_t meta,
             hdr.bs.telemetry.red_count = (bit<32>)count_read.execute(meta.port);
         } else {
             meta.port = (bit<32>)eg_intr_md.egress_port;
-            meta.idx = meta.port * AQM_CLASS_STRIDE + (bit<32>)hdr.bridged.cls;
+            meta.idx = eg_intr_md.egress_port ++ hdr.bridged.cls;
             meta.q = (bit<32>)eg_intr_md.enq_qdepth;
             if (meta.q > DEPTH_MAX) {
                 meta.q = DEPTH_MAX;
@@ -169,8 +169,8 @@ control TnaAqmEgress(inout tna_headers_t hdr, inout tna_egress_meta_t meta,
                 /* the average: every data arrival (RED, drop-tail), non-priority
                  * only (M-RED), i.e. always the packet's own queue */
                 if (hdr.bridged.aqm_mode != AQM_MODE_MRED || hdr.bridged.cls == AQM_CLASS_NP) {
-                    bit<32> q_fp = meta.q << AVG_FRAC_BITS;
-                    meta.avg_new = avg_lpf.execute(q_fp, meta.port);
+                    /* bf-p4c wants a plain PHV field in: filter cells, scale after */
+                    meta.avg_new = avg_lpf.execute(meta.q, meta.port) << AVG_FRAC_BITS;
                     avg_write.execute(meta.port);
                 } else {
                     meta.avg_new = avg_read.execute(meta.port);
@@ -198,7 +198,7 @@ control TnaAqmEgress(inout tna_headers_t hdr, inout tna_egress_meta_t meta,
 
             if (meta.verdict == VERDICT_ADMIT) {
                 if (hdr.bridged.cls == AQM_CLASS_PRIO) {
-                    priority_admitted.count(meta.port);
+                    priority_admitted.count(eg_intr_md.egress_port);
                 }
             } else {
                 eg_dprsr_md.drop_ctl = 1;

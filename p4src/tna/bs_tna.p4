@@ -32,20 +32,20 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
     BsIngress() bs_ingress;
 
     @name(".aqm_enqueued")
-    Counter<bit<64>, bit<32>>(PORT_CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) aqm_enqueued;
+    Counter<bit<64>, bit<11>>(PORT_CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) aqm_enqueued;
     @name(".sanitised")
-    Counter<bit<64>, bit<32>>(PORT_SLOTS, CounterType_t.PACKETS_AND_BYTES) sanitised;
+    Counter<bit<64>, bit<9>>(PORT_SLOTS, CounterType_t.PACKETS_AND_BYTES) sanitised;
     @name(".malformed")
-    Counter<bit<64>, bit<32>>(PORT_REASON_SLOTS, CounterType_t.PACKETS_AND_BYTES) malformed;
+    Counter<bit<64>, bit<13>>(PORT_REASON_SLOTS, CounterType_t.PACKETS_AND_BYTES) malformed;
     @name(".fwd_dropped")
-    Counter<bit<64>, bit<32>>(PORT_REASON_SLOTS, CounterType_t.PACKETS_AND_BYTES) fwd_dropped;
+    Counter<bit<64>, bit<13>>(PORT_REASON_SLOTS, CounterType_t.PACKETS_AND_BYTES) fwd_dropped;
     @name(".punted")
-    Counter<bit<64>, bit<32>>(PORT_REASON_SLOTS, CounterType_t.PACKETS_AND_BYTES) punted;
+    Counter<bit<64>, bit<13>>(PORT_REASON_SLOTS, CounterType_t.PACKETS_AND_BYTES) punted;
 
     /* to the controller with a packet_in header; a probe also carries the
      * telemetry header, which egress completes */
-    action to_cpu(bit<32> reason_base) {
-        punted.count(reason_base + (bit<32>)meta.bs.punt_reason);
+    action to_cpu() {
+        punted.count(ig_intr_md.ingress_port ++ meta.bs.punt_reason[3:0]);
         hdr.bs.packet_in.setValid();
         hdr.bs.packet_in.ingress_port = ig_intr_md.ingress_port;
         hdr.bs.packet_in.reason = meta.bs.punt_reason;
@@ -78,7 +78,6 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
     }
 
     apply {
-        bit<32> reason_base = (bit<32>)ig_intr_md.ingress_port * REASON_STRIDE;
         bit<8> kind = meta.bs.malformed_kind;
         meta.bs.ingress_port = ig_intr_md.ingress_port;
         meta.bs.frame_len = FRAME_LEN_UNKNOWN;
@@ -98,17 +97,17 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
             }
         }
         if (kind != 0) {
-            malformed.count(reason_base + (bit<32>)kind);
+            malformed.count(ig_intr_md.ingress_port ++ kind[3:0]);
             ig_dprsr_md.drop_ctl = 1;
         } else {
             if (meta.bs.sanitised) {
-                sanitised.count((bit<32>)ig_intr_md.ingress_port);
+                sanitised.count(ig_intr_md.ingress_port);
             }
             if (meta.bs.drop) {
-                fwd_dropped.count(reason_base + (bit<32>)meta.bs.drop_reason);
+                fwd_dropped.count(ig_intr_md.ingress_port ++ meta.bs.drop_reason[3:0]);
                 ig_dprsr_md.drop_ctl = 1;
             } else if (meta.bs.punt_reason != 0) {
-                to_cpu(reason_base);
+                to_cpu();
                 if (meta.bs.punt_reason == PUNT_REASON_TELEMETRY) {
                     if (meta.bs.aqm_on) {
                         probe((bit<8>)meta.bs.aqm_mode);
@@ -127,7 +126,7 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
                 }
                 if (meta.bs.aqm_on) {
                     hdr.bridged.aqm_on = 1;
-                    aqm_enqueued.count((bit<32>)meta.bs.egress_port * AQM_CLASS_STRIDE + (bit<32>)meta.bs.cls);
+                    aqm_enqueued.count(meta.bs.egress_port ++ meta.bs.cls);
                 }
             }
         }

@@ -67,7 +67,7 @@ struct tna_ingress_meta_t {
 /* egress: the AQM decision's working state */
 struct tna_egress_meta_t {
     bit<32> port;           /* egress port, as a register/counter index */
-    bit<32> idx;            /* port * AQM_CLASS_STRIDE + class */
+    bit<11> idx;            /* port * AQM_CLASS_STRIDE + class: port ++ class */
     bit<32> q;              /* own queue depth at enqueue, cells, saturated at 0xFFFF */
     bit<32> occ_data;       /* data depth: QID_DATA + QID_PRIO (last seen) */
     bit<32> occ_dummy;
