@@ -10,7 +10,7 @@ P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
 # protobuf it only loads with the pure-Python implementation.
 export PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION := python
 
-.PHONY: setup build test unit ptf clean fuzz chaos bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-scale
+.PHONY: setup build build-tofino tofino-resources test unit ptf clean fuzz chaos bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-scale
 
 setup: ## install everything installable from apt and PyPI; report what is missing
 	bash scripts/setup.sh
@@ -23,8 +23,35 @@ $(BUILD)/bs.json: $(P4_SOURCES)
 	$(P4C) --arch v1model --std p4-16 -I p4src/include -o $@ \
 	  --p4runtime-files $(BUILD)/bs.p4info.txtpb,$(BUILD)/bs.p4info.bin $(P4_MAIN)
 
-test: ## every suite; BMv2 and namespace suites skip, by name and reason, where their tools are absent
+# Tofino (issue 10): the open-source Tofino back end of p4c (backends/tofino);
+# docs/tofino.md. The CPU port is a build-time constant of the TNA parser.
+P4C_TOFINO ?= $(or $(shell command -v bf-p4c 2>/dev/null),$(shell command -v p4c-barefoot 2>/dev/null),bf-p4c)
+TOFINO_BUILD := $(BUILD)/tofino
+TOFINO_CPU_PORT ?= 64
+TOFINO2_CPU_PORT ?= 0
+P4_TNA_MAIN := p4src/tna/bs_tna.p4
+P4_TNA_SOURCES := $(wildcard p4src/tna/*.p4 p4src/include/*.p4)
+TOFINO_TARGETS := tofino tofino2
+tofino_arch = $(if $(filter tofino2,$(1)),t2na,tna)
+tofino_cpu_port = $(if $(filter tofino2,$(1)),$(TOFINO2_CPU_PORT),$(TOFINO_CPU_PORT))
+
+build-tofino: $(foreach t,$(TOFINO_TARGETS),$(TOFINO_BUILD)/$(t)/bs_tna.p4info.txtpb) ## compile p4src/tna for Tofino-1 and Tofino-2 into build/tofino/ (needs bf-p4c)
+
+$(TOFINO_BUILD)/%/bs_tna.p4info.txtpb: $(P4_TNA_SOURCES)
+	@command -v $(P4C_TOFINO) >/dev/null || { echo "make build-tofino: the Tofino compiler '$(P4C_TOFINO)' (bf-p4c / p4c-barefoot, p4c's backends/tofino) is not installed; set P4C_TOFINO=... or see README, section 'Tofino'." >&2; exit 2; }
+	@rm -rf $(TOFINO_BUILD)/$* && mkdir -p $(TOFINO_BUILD)/$*
+	$(P4C_TOFINO) --target $* --arch $(call tofino_arch,$*) --std p4-16 -DTNA_CPU_PORT=$(call tofino_cpu_port,$*) \
+	  -o $(TOFINO_BUILD)/$* --p4runtime-force-std-externs \
+	  --p4runtime-files $(TOFINO_BUILD)/$*/bs_tna.p4info.txtpb,$(TOFINO_BUILD)/$*/bs_tna.p4info.bin \
+	  $(P4_TNA_MAIN) > $(TOFINO_BUILD)/$*.log 2>&1 || { cat $(TOFINO_BUILD)/$*.log >&2; rm -f $@; exit 1; }
+
+tofino-resources: build-tofino ## stages, SRAM, TCAM, PHV and hash units per Tofino target, from the compiler's resource logs
+	$(PY) -m p4handoff.tofino_resources $(foreach t,$(TOFINO_TARGETS),$(TOFINO_BUILD)/$(t))
+
+test: ## every suite; BMv2, Tofino and namespace suites skip, by name and reason, where their tools are absent
 	@if command -v $(P4C) >/dev/null; then $(MAKE) --no-print-directory build; fi
+	@if command -v $(P4C_TOFINO) >/dev/null; then $(MAKE) --no-print-directory build-tofino \
+	  || echo "make test: build-tofino failed (build/tofino/*.log); the Tofino tests skip as not built" >&2; fi
 	$(PY) -m pytest tests; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests ran"; rc=0; fi; exit $$rc
 
 unit: ## fast tests only (no BMv2, no namespaces)

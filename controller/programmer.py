@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import ipaddress
 
-from controller.aqm_tables import MODES, PortAqm, RedParams, port_entries
+from controller.aqm_tables import MODES, PortAqm, RedParams
 from controller.intents import Deliver, Forward, Punt, RouteAction, Tunnel
 from controller.network import PORT_ACCESS, PORT_PEER, AqmConfig, Network, Switch
 from controller.p4runtime import TableEntry
+from controller.tofino import TARGETS, TnaQueues, port_entries_for
 from p4handoff.wire import load_constants
 
 _C = load_constants()
@@ -44,10 +45,18 @@ def mac_str(value: int) -> str:
 
 
 class Programmer:
-    """Entries for one network description (the switch names index everything)."""
+    """Entries for one network description (the switch names index everything).
 
-    def __init__(self, net: Network) -> None:
+    `target` is the program the switches run: "v1model" (p4src/bs.p4) or "tna"
+    (p4src/tna/bs_tna.p4); only the AQM entries differ (controller/tofino.py).
+    """
+
+    def __init__(self, net: Network, target: str = "v1model", queues: TnaQueues = TnaQueues()) -> None:
+        if target not in TARGETS:
+            raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
         self.net = net
+        self.target = target
+        self.queues = queues
 
     # ---------------------------------------------------------------- static state
 
@@ -106,8 +115,8 @@ class Programmer:
             red = _red_params(p.aqm)
             key = (red.min_th, red.max_th, red.max_p, red.wq_shift, red.mean_pkt_time_us) if red else ("none",)
             profile = profiles.setdefault(key, len(profiles))
-            entries = port_entries(PortAqm(p.number, _AQM_MODE[p.aqm.mode], p.aqm.limit, p.aqm.dummy_threshold,
-                                           profile, red))
+            entries = port_entries_for(self.target, PortAqm(p.number, _AQM_MODE[p.aqm.mode], p.aqm.limit,
+                                                             p.aqm.dummy_threshold, profile, red), self.queues)
             if profile in seen_profiles:
                 entries = entries[:1]                  # the profile's tables are already in
             seen_profiles.add(profile)

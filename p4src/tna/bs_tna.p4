@@ -1,0 +1,197 @@
+/* P4Handoff base-station pipeline, TNA (Tofino-1 `tna`, Tofino-2 `t2na`).
+ *
+ * The TNA glue: the same target-independent ingress (include/ingress.p4:
+ * BsIngress) and deparser (BsDeparser) as the v1model program p4src/bs.p4,
+ * with Tofino's parsers (parser.p4), the AQM in egress (aqm.p4), the
+ * traffic manager's strict-priority queues instead of v1model's dummy gate
+ * and recirculation, and the same P4Info names for every entity the
+ * controller uses (docs/tofino.md lists the differences).
+ *
+ * Build: make build-tofino (bf-p4c / p4c-barefoot, TNA_CPU_PORT defined).
+ */
+#include <core.p4>
+#if __TARGET_TOFINO__ == 2
+#include <t2na.p4>
+#else
+#include <tna.p4>
+#endif
+
+#include "../include/constants.p4"
+#include "../include/headers.p4"
+#include "../include/ingress.p4"
+#include "../include/deparser.p4"
+#include "types.p4"
+#include "parser.p4"
+#include "aqm.p4"
+
+control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
+                   in ingress_intrinsic_metadata_t ig_intr_md,
+                   in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
+                   inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
+                   inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+    BsIngress() bs_ingress;
+
+    @name(".aqm_enqueued")
+    Counter<bit<64>, bit<11>>(PORT_CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) aqm_enqueued;
+    @name(".sanitised")
+    Counter<bit<64>, bit<9>>(PORT_SLOTS, CounterType_t.PACKETS_AND_BYTES) sanitised;
+    @name(".malformed")
+    Counter<bit<64>, bit<13>>(PORT_REASON_SLOTS, CounterType_t.PACKETS_AND_BYTES) malformed;
+    @name(".fwd_dropped")
+    Counter<bit<64>, bit<13>>(PORT_REASON_SLOTS, CounterType_t.PACKETS_AND_BYTES) fwd_dropped;
+    @name(".punted")
+    Counter<bit<64>, bit<13>>(PORT_REASON_SLOTS, CounterType_t.PACKETS_AND_BYTES) punted;
+
+    /* to the controller with a packet_in header; a probe also carries the
+     * telemetry header, which egress completes */
+    action to_cpu() {
+        punted.count(ig_intr_md.ingress_port ++ meta.bs.punt_reason[3:0]);
+        hdr.bs.packet_in.setValid();
+        hdr.bs.packet_in.ingress_port = ig_intr_md.ingress_port;
+        hdr.bs.packet_in.reason = meta.bs.punt_reason;
+        hdr.bs.packet_in._pad = 0;
+        ig_tm_md.ucast_egress_port = CPU_PORT_TNA;
+        ig_tm_md.qid = QID_DATA;
+        hdr.bridged.aqm_on = 0;
+    }
+
+    /* aqm_mode: AQM_MODE_* of the probed port, TELEMETRY_NO_AQM without AQM */
+    action probe(bit<8> aqm_mode) {
+        hdr.bs.telemetry.setValid();
+        hdr.bs.telemetry.port = (bit<16>)meta.bs.egress_port;
+        hdr.bs.telemetry.aqm_mode = aqm_mode;
+        hdr.bs.telemetry._pad = 0;
+        hdr.bridged.telemetry = 1;
+        hdr.bridged.probe_port = meta.bs.egress_port;
+    }
+
+    action forward(QueueId_t qid) {
+        ig_tm_md.ucast_egress_port = meta.bs.egress_port;
+        ig_tm_md.qid = qid;
+        hdr.bridged.aqm_mode = meta.bs.aqm_mode;
+        hdr.bridged.cls = meta.bs.cls;
+        hdr.bridged.aqm_profile = meta.bs.aqm_profile;
+        hdr.bridged.qlimit = meta.bs.qlimit;
+        hdr.bridged.dummy_th = meta.bs.dummy_th;
+        hdr.bridged.min_th = meta.bs.min_th;
+        hdr.bridged.max_th = meta.bs.max_th;
+    }
+
+    apply {
+        bit<8> kind = meta.bs.malformed_kind;
+        meta.bs.ingress_port = ig_intr_md.ingress_port;
+        meta.bs.frame_len = FRAME_LEN_UNKNOWN;
+        hdr.bridged.setValid();
+        hdr.bridged.telemetry = 0;
+        hdr.bridged.aqm_on = 0;
+        if (kind == 0) {
+            if ((ig_prsr_md.parser_err & PARSER_ERROR_PARTIAL_HDR) != 0) {
+                kind = MALFORMED_TRUNCATED;
+            } else if (ig_prsr_md.parser_err != 0) {
+                kind = MALFORMED_OTHER;
+            } else if (meta.ipv4_csum_err || meta.inner_csum_err) {
+                kind = MALFORMED_CHECKSUM;
+            } else {
+                bs_ingress.apply(hdr.bs, meta.bs);
+                kind = meta.bs.malformed_kind;
+            }
+        }
+        if (kind != 0) {
+            malformed.count(ig_intr_md.ingress_port ++ kind[3:0]);
+            ig_dprsr_md.drop_ctl = 1;
+        } else {
+            if (meta.bs.sanitised) {
+                sanitised.count(ig_intr_md.ingress_port);
+            }
+            if (meta.bs.drop) {
+                fwd_dropped.count(ig_intr_md.ingress_port ++ meta.bs.drop_reason[3:0]);
+                ig_dprsr_md.drop_ctl = 1;
+            } else if (meta.bs.punt_reason != 0) {
+                to_cpu();
+                if (meta.bs.punt_reason == PUNT_REASON_TELEMETRY) {
+                    if (meta.bs.aqm_on) {
+                        probe((bit<8>)meta.bs.aqm_mode);
+                    } else {
+                        probe(TELEMETRY_NO_AQM);
+                    }
+                }
+            } else {
+                /* the class's queue: dummies lowest; M-RED's priority data apart */
+                if (meta.bs.cls == AQM_CLASS_DUMMY) {
+                    forward(QID_DUMMY);
+                } else if (meta.bs.aqm_mode == AQM_MODE_MRED && meta.bs.cls == AQM_CLASS_PRIO) {
+                    forward(QID_PRIO);
+                } else {
+                    forward(QID_DATA);
+                }
+                if (meta.bs.aqm_on) {
+                    hdr.bridged.aqm_on = 1;
+                    aqm_enqueued.count(meta.bs.egress_port ++ meta.bs.cls);
+                }
+            }
+        }
+    }
+}
+
+control TnaIngressDeparser(packet_out pkt, inout tna_headers_t hdr, in tna_ingress_meta_t meta,
+                           in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+    Checksum() ipv4_csum;
+    Checksum() inner_csum;
+    Checksum() encap_csum;
+    BsDeparser() bs_deparser;
+
+    apply {
+        if (hdr.bs.encap.isValid()) {
+            hdr.bs.encap.hdr_checksum = encap_csum.update({
+                hdr.bs.encap.version, hdr.bs.encap.ihl, hdr.bs.encap.dscp, hdr.bs.encap.ecn,
+                hdr.bs.encap.total_len, hdr.bs.encap.identification, hdr.bs.encap.flags,
+                hdr.bs.encap.frag_offset, hdr.bs.encap.ttl, hdr.bs.encap.protocol,
+                hdr.bs.encap.src, hdr.bs.encap.dst });
+        }
+        if (hdr.bs.ipv4.isValid()) {
+            hdr.bs.ipv4.hdr_checksum = ipv4_csum.update({
+                hdr.bs.ipv4.version, hdr.bs.ipv4.ihl, hdr.bs.ipv4.dscp, hdr.bs.ipv4.ecn,
+                hdr.bs.ipv4.total_len, hdr.bs.ipv4.identification, hdr.bs.ipv4.flags,
+                hdr.bs.ipv4.frag_offset, hdr.bs.ipv4.ttl, hdr.bs.ipv4.protocol,
+                hdr.bs.ipv4.src, hdr.bs.ipv4.dst, hdr.bs.ipv4_opts.data });
+        }
+        if (hdr.bs.inner.isValid()) {
+            hdr.bs.inner.hdr_checksum = inner_csum.update({
+                hdr.bs.inner.version, hdr.bs.inner.ihl, hdr.bs.inner.dscp, hdr.bs.inner.ecn,
+                hdr.bs.inner.total_len, hdr.bs.inner.identification, hdr.bs.inner.flags,
+                hdr.bs.inner.frag_offset, hdr.bs.inner.ttl, hdr.bs.inner.protocol,
+                hdr.bs.inner.src, hdr.bs.inner.dst, hdr.bs.inner_opts.data });
+        }
+        pkt.emit(hdr.bridged);
+        bs_deparser.apply(pkt, hdr.bs);
+    }
+}
+
+control TnaEgress(inout tna_headers_t hdr, inout tna_egress_meta_t meta,
+                  in egress_intrinsic_metadata_t eg_intr_md,
+                  in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
+                  inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
+                  inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+    TnaAqmEgress() aqm;
+
+    apply {
+        if (hdr.bridged.telemetry == 1 || hdr.bridged.aqm_on == 1) {
+            aqm.apply(hdr, meta, eg_intr_md, eg_dprsr_md);
+        }
+    }
+}
+
+control TnaEgressDeparser(packet_out pkt, inout tna_headers_t hdr, in tna_egress_meta_t meta,
+                          in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
+    apply {
+        pkt.emit(hdr.bs.packet_in);
+        pkt.emit(hdr.bs.telemetry);
+    }
+}
+
+Pipeline(TnaIngressParser(), TnaIngress(), TnaIngressDeparser(),
+         TnaEgressParser(), TnaEgress(), TnaEgressDeparser()) pipe;
+
+/* metadata arrives zeroed, as BsIngress expects (simple_switch does this) */
+@pa_auto_init_metadata
+Switch(pipe) main;

@@ -1,0 +1,210 @@
+"""The TNA port (issue 10): the controller's one mapping (controller/tofino.py) and the P4Info parity
+of the two programs on exactly the entities the controller uses.
+
+The compiled-program tests need the open-source Tofino back end of p4c
+(bf-p4c / p4c-barefoot); `make test` compiles both targets first when it is
+on PATH, and each test skips by name with the reason otherwise.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from controller.aqm_tables import AQM_MODE_MRED, AQM_MODE_RED, PROB_ONE, PortAqm, RedParams, pa_thresholds, \
+    port_entries
+from controller.network import load_network
+from controller.p4runtime import P4Info, TableEntry
+from controller.p4runtime.entities import encode_table_entry
+from controller.port_counters import PORT_COUNTERS
+from controller.programmer import Programmer
+from controller.tofino import (TnaQueues, gap_ranges, lpf_error_report, lpf_time_constant_ns, port_entries_for,
+                               scale_port)
+
+ROOT = Path(__file__).resolve().parents[1]
+NET = load_network(ROOT / "controller" / "examples" / "three-switch.yaml")
+V1_P4INFO = ROOT / "build" / "bs.p4info.txtpb"
+TNA_TARGETS = ("tofino", "tofino2")
+TNA_DIR = ROOT / "build" / "tofino"
+PAPER = RedParams(80, 160, 0.02, 9, mean_pkt_time_us=2048.0)
+LAB = RedParams(20, 60, 0.1, 4, mean_pkt_time_us=1000.0)
+COUNTERS = (*PORT_COUNTERS, "priority_admitted", "sanitised")
+PACKET_METADATA = ("packet_in", "packet_out")
+
+
+def tofino_compiler() -> str | None:
+    """The driver `make build-tofino` uses (P4C_TOFINO, else bf-p4c, else p4c-barefoot on PATH)."""
+    named = os.environ.get("P4C_TOFINO")
+    return shutil.which(named) if named else shutil.which("bf-p4c") or shutil.which("p4c-barefoot")
+
+
+def tna_p4info_path(target: str) -> Path:
+    return TNA_DIR / target / "bs_tna.p4info.txtpb"
+
+
+def load_tna(target: str) -> P4Info:
+    path = tna_p4info_path(target)
+    if not path.exists():
+        if tofino_compiler() is None:
+            pytest.skip("no Tofino compiler (bf-p4c / p4c-barefoot, or P4C_TOFINO) on PATH: the TNA program "
+                        "is not compiled (README, 'Tofino')")
+        pytest.skip(f"{path.relative_to(ROOT)} missing: run make build-tofino")
+    return P4Info.load(path)
+
+
+def load_v1() -> P4Info:
+    if not V1_P4INFO.exists():
+        pytest.skip("build/bs.p4info.txtpb missing: the v1model program is not compiled (make build, needs p4c)")
+    return P4Info.load(V1_P4INFO)
+
+
+def controller_entries(target: str) -> list[TableEntry]:
+    """Every kind of entry the controller writes: a whole example network, plus a RED port."""
+    p = Programmer(NET, target)
+    entries = [e for sw in NET.switches for e in p.static_entries(sw.name)] + [p.ipf_config()]
+    red = PortAqm(9, AQM_MODE_RED, qlimit=64, dummy_th=48, profile=3, red=LAB)
+    return entries + port_entries_for(target, red)
+
+
+# -- the mapping -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("p_b", [0.5, 0.1, 0.02, 0.0031, 0.0004])
+def test_gap_ranges_drop_exactly_when_the_threshold_does(p_b):
+    thresholds = pa_thresholds(p_b)
+    ranges = gap_ranges(thresholds)
+    assert ranges[0][0] == 0 and ranges[-1][1] == PROB_ONE - 1
+    assert all(a[1] + 1 == b[0] for a, b in zip(ranges, ranges[1:]))          # a tiling, no gaps
+    rng = random.Random(p_b)
+    rnds = [0, PROB_ONE - 1, *thresholds[:50], *(rng.randrange(PROB_ONE) for _ in range(300))]
+    for rnd in rnds:
+        [c_star] = [c for low, high, c in ranges if low <= rnd <= high]
+        for count in range(len(thresholds) + 2):
+            v1_drops = count >= len(thresholds) or rnd < thresholds[count]
+            assert (count >= c_star) == v1_drops, (rnd, count)
+
+
+def test_v1model_entries_are_untouched():
+    cfg = PortAqm(2, AQM_MODE_MRED, qlimit=64, dummy_th=48, red=PAPER)
+    assert port_entries_for("v1model", cfg) == port_entries(cfg)
+
+
+def test_tna_entries_are_in_cells_with_gap_ranges_and_no_idle_table():
+    cfg = PortAqm(2, AQM_MODE_MRED, qlimit=64, dummy_th=48, profile=1, red=LAB)
+    c = TnaQueues(packet_bytes=1500).cells_per_packet
+    assert c == 19
+    entries = port_entries_for("tna", cfg)
+    tables = {e.table for e in entries}
+    assert tables == {"aqm_port", "red_pb", "red_pa_gap"}
+    [port] = [e for e in entries if e.table == "aqm_port"]
+    v1 = port_entries_for("v1model", cfg)[0]
+    for name in ("qlimit", "dummy_th", "min_th", "max_th"):
+        assert port.params[name] == v1.params[name] * c, name
+    pb_v1 = [e.match["avg"] for e in port_entries(cfg) if e.table == "red_pb"]
+    pb_tna = [e.match["avg"] for e in entries if e.table == "red_pb"]
+    assert pb_tna[0][0] == pb_v1[0][0] * c and pb_tna[-1][1] + 1 == (pb_v1[-1][1] + 1) * c
+    assert all(e.match["profile"] == 1 and e.priority == 1 for e in entries if e.table == "red_pa_gap")
+
+
+def test_scaling_keeps_the_port_valid_and_refuses_bad_targets():
+    cfg = PortAqm(2, AQM_MODE_RED, qlimit=100, dummy_th=80, red=LAB)
+    scaled = scale_port(cfg, TnaQueues(packet_bytes=160))
+    assert (scaled.qlimit, scaled.dummy_th, scaled.red.min_th, scaled.red.max_th) == (200, 160, 40, 120)
+    with pytest.raises(ValueError, match="target"):
+        port_entries_for("psa", cfg)
+    with pytest.raises(ValueError, match="target"):
+        Programmer(NET, "psa")
+
+
+def test_the_programmer_maps_only_aqm_entries():
+    v1, tna = controller_entries("v1model"), controller_entries("tna")
+    aqm = {"aqm_port", "red_pb", "red_pa", "red_pa_gap", "aqm_idle"}
+    assert [e for e in v1 if e.table not in aqm] == [e for e in tna if e.table not in aqm]
+    assert {e.table for e in tna} & {"red_pa", "aqm_idle"} == set()
+    assert {e.table for e in v1} & {"red_pa_gap"} == set()
+
+
+def test_lpf_matches_the_ewma_when_arrivals_are_paced():
+    for red in (PAPER, LAB):
+        report = lpf_error_report(red)
+        assert report["paced_abs_diff_packets_max"] < 0.01      # the fixed point's truncation only
+        assert report["bursty_abs_diff_packets_max"] > 1.0       # the semantic difference docs/tofino.md states
+    assert lpf_time_constant_ns(LAB) == pytest.approx(1000e3 / -math.log1p(-1 / 16))
+
+
+# -- the compiled programs -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("target", TNA_TARGETS)
+def test_tna_program_compiles(target):
+    load_tna(target)
+    out = TNA_DIR / target
+    produced = {p.name for p in out.rglob("*")}
+    assert {"context.json", "bfrt.json"} <= produced, sorted(produced)
+    assert any(name.endswith(".bin") for name in produced), sorted(produced)
+
+
+@pytest.mark.parametrize("target", TNA_TARGETS)
+def test_controller_entries_encode_against_the_tna_p4info(target):
+    p4info = load_tna(target)
+    for entry in controller_entries("tna"):
+        encode_table_entry(p4info, entry)
+
+
+def _table_shape(p4info: P4Info, name: str) -> tuple:
+    t = p4info.table(name)
+    fields = tuple((f.name, f.bitwidth, f.match_type) for f in t.match_fields)
+    actions = tuple(sorted(p4info.actions.get_id(r.id).preamble.name for r in t.action_refs))
+    return fields, actions
+
+
+def _action_shape(p4info: P4Info, name: str) -> tuple:
+    return tuple((p.name, p.bitwidth) for p in p4info.action(name).params)
+
+
+@pytest.mark.parametrize("target", TNA_TARGETS)
+def test_p4info_parity_on_what_the_controller_uses(target):
+    tna, v1 = load_tna(target), load_v1()
+    v1_entries, tna_entries = controller_entries("v1model"), controller_entries("tna")
+    shared_tables = {e.table for e in v1_entries} & {e.table for e in tna_entries}
+    assert shared_tables >= {"port_role", "ipf_peer", "tunnel_term", "arp_gateway", "ipv4_fwd", "ipf_config",
+                             "aqm_port", "red_pb"}
+    for table in sorted(shared_tables):
+        assert _table_shape(tna, table) == _table_shape(v1, table), table
+    for action in sorted({e.action for e in v1_entries if e.table in shared_tables}):
+        assert _action_shape(tna, action) == _action_shape(v1, action), action
+    for name in COUNTERS:
+        a, b = tna.counter(name), v1.counter(name)
+        assert (a.size, a.spec.unit) == (b.size, b.spec.unit), name
+    for name in PACKET_METADATA:
+        a, b = tna.controller_metadata(name), v1.controller_metadata(name)
+        assert [(m.name, m.bitwidth) for m in a.metadata] == [(m.name, m.bitwidth) for m in b.metadata], name
+
+
+# -- make tofino-resources -----------------------------------------------------------------------------
+
+def _stage(number: int, srams: int, tcams: int, hash_bits: int = 0) -> dict:
+    return {"stage_number": number,
+            "rams": {"nRows": 8, "nColumns": 10, "srams": [{}] * srams},
+            "tcams": {"nRows": 12, "nColumns": 2, "tcams": [{}] * tcams},
+            "hash_bits": {"nBits": 52, "nFunctions": 8, "bits": [{}] * hash_bits}}
+
+
+def test_resources_count_stages_up_to_the_last_busy_one(tmp_path):
+    from p4handoff.tofino_resources import collect, main, report
+
+    out = tmp_path / "tofino"
+    (out / "pipe" / "logs").mkdir(parents=True)
+    doc = {"resources": {"mau": {"nStages": 12, "mau_stages": [
+        _stage(0, 4, 0, 10), _stage(1, 0, 0), _stage(2, 1, 3), _stage(3, 0, 0)]}}}
+    (out / "pipe" / "logs" / "resources.json").write_text(json.dumps(doc))
+    usage = collect(out)
+    assert usage.stages == 3 and usage.stages_available == 12
+    assert usage.used == {"sram": 5, "tcam": 3, "map_ram": 0, "gateway": 0, "hash_bit": 10, "hash_dist": 0}
+    assert usage.available["sram"] == 4 * 80
+    lines = report(usage)
+    assert lines[0] == "tofino_stages: 3" and "  sram: 5 of 320 (1.6 %)" in lines
+    assert main([str(tmp_path / "missing")]) == 1
