@@ -5,24 +5,11 @@ The full matrix (bs1, gw, controller × before, during, after) is `make chaos`.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from p4handoff.netns import unavailable_reason
-from topo.bmv2 import bmv2_available
+from tests.bmv2_marks import BMV2_NETNS_MARKS
 
-REPO = Path(__file__).resolve().parent.parent
-_bmv2_ok, _bmv2_why = bmv2_available()
-_netns_why = unavailable_reason()
-
-pytestmark = [
-    pytest.mark.bmv2, pytest.mark.netns, pytest.mark.slow,
-    pytest.mark.skipif(not _bmv2_ok, reason=_bmv2_why or "BMv2 missing"),
-    pytest.mark.skipif(not (REPO / "build" / "bs.json").exists(),
-                       reason="build/bs.json not built: p4c-bm2-ss missing or 'make build' not run"),
-    pytest.mark.skipif(_netns_why is not None, reason=_netns_why or ""),
-]
+pytestmark = BMV2_NETNS_MARKS
 
 
 @pytest.mark.timeout(240)

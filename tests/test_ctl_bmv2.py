@@ -11,29 +11,17 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import yaml
 
 from controller.registration import FLAG_D, FLAG_S, ReplyCode
 from controller.testbed import HostPort, Testbed, cell_ip, mh_ip, mh_name, parse_udp_frame, received_seqs
-from p4handoff.netns import unavailable_reason
 from p4handoff.notify import Event, Notification
 from p4handoff.wire import DSCP_IPF_PRIORITY_DEFAULT, IP_PROTO_IPIP, UDP_PORT_HANDOFF_NOTIFY
-from topo.bmv2 import bmv2_available
+from tests.bmv2_marks import BMV2_NETNS_MARKS, REPO
 
-REPO = Path(__file__).resolve().parent.parent
-_bmv2_ok, _bmv2_why = bmv2_available()
-_netns_why = unavailable_reason()
-
-pytestmark = [
-    pytest.mark.bmv2, pytest.mark.netns, pytest.mark.slow,
-    pytest.mark.skipif(not _bmv2_ok, reason=_bmv2_why or "BMv2 missing"),
-    pytest.mark.skipif(not (REPO / "build" / "bs.json").exists(),
-                       reason="build/bs.json not built: p4c-bm2-ss missing or 'make build' not run"),
-    pytest.mark.skipif(_netns_why is not None, reason=_netns_why or ""),
-]
+pytestmark = BMV2_NETNS_MARKS
 
 
 

@@ -8,7 +8,6 @@ tests/test_ctl_hostile_daemon.py.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,23 +16,12 @@ from hypothesis import strategies as st
 from controller.network import parse_network
 from controller.packets import ethernet, udp_packet
 from controller.testbed import Testbed, mh_mac
-from p4handoff.netns import unavailable_reason
 from p4handoff.wire import UDP_PORT_MIP_REGISTRATION
 from tests.hostile_inputs import hostile_registration_payload
 from tests.test_ctl_bmv2 import attach
-from topo.bmv2 import bmv2_available
+from tests.bmv2_marks import BMV2_NETNS_MARKS
 
-REPO = Path(__file__).resolve().parent.parent
-_bmv2_ok, _bmv2_why = bmv2_available()
-_netns_why = unavailable_reason()
-
-pytestmark = [
-    pytest.mark.bmv2, pytest.mark.netns, pytest.mark.slow,
-    pytest.mark.skipif(not _bmv2_ok, reason=_bmv2_why or "BMv2 missing"),
-    pytest.mark.skipif(not (REPO / "build" / "bs.json").exists(),
-                       reason="build/bs.json not built: p4c-bm2-ss missing or 'make build' not run"),
-    pytest.mark.skipif(_netns_why is not None, reason=_netns_why or ""),
-]
+pytestmark = BMV2_NETNS_MARKS
 N = 200
 
 
