@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.bmv2_marks import BMV2_NETNS_MARKS
+from tests.bmv2_support import BMV2_NETNS_MARKS
 
 pytestmark = BMV2_NETNS_MARKS
 

@@ -19,7 +19,7 @@ from controller.registration import FLAG_D, FLAG_S, ReplyCode
 from controller.testbed import HostPort, Testbed, cell_ip, mh_ip, mh_name, parse_udp_frame, received_seqs
 from p4handoff.notify import Event, Notification
 from p4handoff.wire import DSCP_IPF_PRIORITY_DEFAULT, IP_PROTO_IPIP, UDP_PORT_HANDOFF_NOTIFY
-from tests.bmv2_marks import BMV2_NETNS_MARKS, REPO
+from tests.bmv2_support import BMV2_NETNS_MARKS, REPO, running_testbed
 
 pytestmark = BMV2_NETNS_MARKS
 
@@ -80,13 +80,8 @@ def overtaken(seqs: list[int]) -> int:
 
 @pytest.fixture
 def tb(tmp_path):
-    bed = Testbed(tmp_path, n_mobiles=2)
-    try:
-        bed.start()
-        bed.start_controller()
+    with running_testbed(tmp_path, n_mobiles=2) as bed:
         yield bed
-    finally:
-        bed.close()
 
 
 def attach(tb, i: int, bs: str, ident: int) -> None:

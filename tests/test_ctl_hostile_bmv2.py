@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 
 from controller.network import parse_network
 from controller.packets import ethernet, udp_packet
-from controller.testbed import Testbed, mh_mac
+from controller.testbed import mh_mac
 from p4handoff.wire import UDP_PORT_MIP_REGISTRATION
 from tests.hostile_inputs import hostile_registration_payload
+from tests.bmv2_support import BMV2_NETNS_MARKS, running_testbed
 from tests.test_ctl_bmv2 import attach
-from tests.bmv2_marks import BMV2_NETNS_MARKS
 
 pytestmark = BMV2_NETNS_MARKS
 N = 200
@@ -27,13 +27,8 @@ N = 200
 
 @pytest.fixture
 def tb(tmp_path):
-    bed = Testbed(tmp_path, n_mobiles=2)
-    try:
-        bed.start()
-        bed.start_controller()
+    with running_testbed(tmp_path, n_mobiles=2) as bed:
         yield bed
-    finally:
-        bed.close()
 
 
 @settings(max_examples=1, derandomize=True, database=None, deadline=None,

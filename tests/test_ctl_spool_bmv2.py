@@ -14,7 +14,7 @@ import pytest
 
 from controller.testbed import Testbed, mh_ip, mh_name, received_seqs
 from tests.test_ctl_bmv2 import Collector, attach
-from tests.bmv2_marks import BMV2_NETNS_MARKS
+from tests.bmv2_support import BMV2_NETNS_MARKS, running_testbed
 
 pytestmark = BMV2_NETNS_MARKS
 N = 40
@@ -22,13 +22,8 @@ N = 40
 
 @pytest.fixture
 def tb(tmp_path):
-    bed = Testbed(tmp_path, n_mobiles=1)
-    try:
-        bed.start()
-        bed.start_controller()
+    with running_testbed(tmp_path, n_mobiles=1) as bed:
         yield bed
-    finally:
-        bed.close()
 
 
 def buffer_stream(tb: Testbed) -> None:

@@ -1,11 +1,14 @@
-"""The marks of a test module that needs BMv2, the compiled program and network namespaces:
-each skips by name, with the reason, where one of them is missing."""
+"""What the BMv2 testbed tests share: their marks (each skips by name, with the reason, where BMv2,
+the compiled program or network namespaces are missing) and a running testbed with its controller."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
+from controller.testbed import Testbed
 from p4handoff.netns import unavailable_reason
 from topo.bmv2 import bmv2_available
 
@@ -20,3 +23,15 @@ BMV2_NETNS_MARKS = [
                        reason="build/bs.json not built: p4c-bm2-ss missing or 'make build' not run"),
     pytest.mark.skipif(_netns_why is not None, reason=_netns_why or ""),
 ]
+
+
+@contextmanager
+def running_testbed(tmp_path: Path, n_mobiles: int) -> Iterator[Testbed]:
+    """Gateway and two BS switches with `n_mobiles` MHs, the controller running; torn down after."""
+    bed = Testbed(tmp_path, n_mobiles=n_mobiles)
+    try:
+        bed.start()
+        bed.start_controller()
+        yield bed
+    finally:
+        bed.close()
