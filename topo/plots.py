@@ -22,6 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from topo.compact import open_text  # noqa: E402
 from topo.report import published_value, unit  # noqa: E402
 from topo.runner import Results, RunRecord, point_label, point_slug  # noqa: E402
+from topo.scenario_model import FRACTION_METRICS, RATE_METRICS  # noqa: E402
 
 MAX_POINTS = 8
 DPI = 110
@@ -174,8 +175,7 @@ def _sweeps(res: Results, out: Path) -> list[str]:
     for q in scn.measure.table:
         fig, ax = plt.subplots(figsize=(7, 4))
         others = sf.points()
-        scale = 1e6 if q.metric in ("throughput", "total_throughput", "ideal") else (
-            0.01 if q.metric in ("loss_rate", "utilization") else 1)
+        scale = 1e6 if q.metric in RATE_METRICS else 0.01 if q.metric in FRACTION_METRICS else 1
         pub = sf.published
         marked = False
         for c, lab in enumerate(sf.labels):
