@@ -456,6 +456,7 @@ class Daemon:
         for entry in st.body["ports"]:
             if entry["switch"] == ev.switch and entry["port"] in ev.ports:
                 entry["counters"] = ev.ports[entry["port"]]
+                entry["counters_read_at"] = ev.read_at
         for sw in st.body["switches"]:
             if sw["name"] == ev.switch:
                 sw["sanitised"] = ev.sanitised

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -44,6 +45,7 @@ class CountersRead:
     ports: dict[int, dict] = field(default_factory=dict)     # access port -> counter -> class -> packets
     sanitised: dict[int, int] = field(default_factory=dict)  # ingress port -> re-marked packets (non-zero only)
     error: str | None = None
+    read_at: float | None = None   # wall clock, midpoint of the Read RPC: when the counters held these values
 
 
 def read_counters(job: CounterJob) -> CountersRead:
@@ -61,7 +63,9 @@ def read_counters(job: CounterJob) -> CountersRead:
     cells += [("sanitised", p) for p in job.all_ports]
     entities = [p4runtime_pb2.Entity(counter_entry=counter_entry(p4info, name, index)) for name, index in cells]
     try:
+        before = time.time()
         replies = job.client.read(entities, timeout=READ_TIMEOUT)
+        out.read_at = (before + time.time()) / 2
     except (P4RuntimeError, ValueError) as exc:   # ValueError: the channel was closed by a reconnect
         out.error = str(exc).splitlines()[0]
         return out

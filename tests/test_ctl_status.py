@@ -40,12 +40,16 @@ class SlowSwitch:
         self.p4info = p4info
         self.release = release
         self.read_threads: list[str] = []
+        self.read_spans: list[tuple[float, float]] = []   # wall clock: entered, returned
         self.probes: list[int] = []
 
     def read(self, entities, timeout=None):
         self.read_threads.append(threading.current_thread().name)
+        entered = time.time()
         if not self.release.wait(5.0):
             raise AssertionError("read never released")
+        time.sleep(0.05)      # a read that takes time: its counts are stamped with the midpoint
+        self.read_spans.append((entered, time.time()))
         out = []
         for e in entities:
             reply = p4runtime_pb2.Entity()
@@ -100,6 +104,11 @@ def test_status_counters_are_read_off_the_daemon_thread_and_merged_into_the_repl
         d.counter_reader.stop()
     for reply in replies:
         check_reply(net, reply)
+    # every port's counts carry the instant the switch held them: inside one of its switch's Read calls,
+    # not when the reply was sent (the lab's utilisation divides by the time between two such reads)
+    for p in replies[0]["ports"] + replies[1]["ports"]:
+        at = p["counters_read_at"]
+        assert any(a < at < b for a, b in fakes[p["switch"]].read_spans), (p, fakes[p["switch"]].read_spans)
     assert {port for f in fakes.values() for port in f.probes} == {p["port"] for p in replies[0]["ports"]}
 
 

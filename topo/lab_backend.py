@@ -426,8 +426,10 @@ class LabRun:
             drops = {k: sum(c.get(k, {}).values()) for k in ("aqm_red_dropped", "aqm_overflow_dropped",
                                                                "aqm_dummy_dropped")}
             admitted = {k: v for k, v in (c.get("aqm_enqueued") or {}).items()}
+            read_at = entry.get("counters_read_at")     # when the switch held these counts (wall clock)
+            at = now if read_at is None else read_at - self.t0_wall
             snap[cell] = {"bytes_sent": dequeued * wire_bytes(self.scn), "drops": drops, "dequeued": dequeued,
-                          "admitted": admitted, "read_at": round(now, 4)}
+                          "admitted": admitted, "read_at": round(at, 4)}
         return now, snap, rows
 
     def _edges(self) -> None:
