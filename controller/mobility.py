@@ -1,4 +1,9 @@
-"""The per-MH handoff state machine: registrations, detaches and punted packets in, ordered effects out.
+"""IPF's handoff, per MH: registrations, detaches and punted packets in, ordered effects out.
+
+This is the controller half of IPF (the paper's buffering at the old BS,
+flush to the new one and priority marking; README, "Paper mechanisms"): it
+decides when to buffer, when to flush and along which path. `buffer.py` holds
+the IPF buffer, `transmit.py` sends the flush priority-marked.
 
 Sans-IO: every input carries the current time and returns the effects
 (`controller.intents`) to apply in order; timers are polled through
