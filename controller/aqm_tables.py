@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from controller.p4runtime import TableEntry
-from p4handoff.wire import (AQM_MODE_DROPTAIL, AQM_MODE_MRED, AQM_MODE_RED, AQM_MODES, AVG_FRAC_BITS, COUNT_MAX,
+from p4handoff.wire import (AQM_MODE_DROPTAIL, AQM_MODES, AVG_FRAC_BITS, COUNT_MAX,
                             DECAY_FRAC_BITS, DECAY_ONE, PB_LEVEL_NONE, PORT_SLOTS, PROB_ONE)
 
 AVG_ONE = 1 << AVG_FRAC_BITS        # 1 packet in the Q16.16 average

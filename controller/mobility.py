@@ -303,7 +303,7 @@ class Mobility:
         """Before `recover`: the buffers as the previous controller left them in the spool."""
         for mh, count in self.pool.restore(records).items():
             self.log("spool_discarded", {"mh": mh, "packets": count, "reason": "not a mobile host of this network"})
-        for name, st in self.mhs.items():
+        for name in self.mhs:
             if len(self.pool[name]):
                 self.log("spool_restored", {"mh": name, "packets": len(self.pool[name])})
 

@@ -96,7 +96,8 @@ class HeaderLayout:
         self.fields = fields
         self.struct = struct.Struct("!" + "".join(_STRUCT_CODES[w] for _, w in fields))
         self.size = self.struct.size
-        self.record: Any = collections.namedtuple(name, [f.lstrip("_") for f, _ in fields])
+        record: Any = collections.namedtuple(name, [f.lstrip("_") for f, _ in fields])  # type: ignore[misc]
+        self.record = record
 
     def unpack(self, data: bytes) -> Any:
         """The record at the start of `data` (struct.error if `data` is shorter than `size`)."""

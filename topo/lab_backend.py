@@ -135,7 +135,7 @@ class LabRun:
             cli = self.switches[q.switch].cli
             cli.set_queue_depth(q.depth, port=q.port)
             cli.set_queue_rate(q.pps, port=q.port)
-        for name, h in self.plan.hosts.items():
+        for name in self.plan.hosts:
             self._configure_host(name)
         for k, w in enumerate(self.plan.wires):
             if w.emu is not None:
