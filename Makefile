@@ -6,14 +6,14 @@ P4C ?= p4c-bm2-ss
 BUILD := build
 P4_MAIN := p4src/bs.p4
 P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
-# The p4runtime wheel ships code generated for protobuf 3.x; with a current
-# protobuf it only loads with the pure-Python implementation.
-export PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION := python
 
-.PHONY: setup build build-tofino tofino-resources test unit ptf clean fuzz chaos bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-scale
+.PHONY: setup protos lint build build-tofino tofino-resources test unit ptf clean fuzz chaos bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-scale
 
 setup: ## install everything installable from apt and PyPI; report what is missing
 	bash scripts/setup.sh
+
+protos: ## regenerate the P4Runtime modules for the installed protobuf (make setup does it)
+	$(PY) -m controller.protogen
 
 build: $(BUILD)/bs.json ## compile the P4 program for BMv2 (v1model)
 
@@ -48,7 +48,11 @@ $(TOFINO_BUILD)/%/bs_tna.p4info.txtpb: $(P4_TNA_SOURCES)
 tofino-resources: build-tofino ## stages, SRAM, TCAM, PHV and hash units per Tofino target, from the compiler's resource logs
 	$(PY) -m p4handoff.tofino_resources $(foreach t,$(TOFINO_TARGETS),$(TOFINO_BUILD)/$(t))
 
-test: ## every suite; BMv2, Tofino and namespace suites skip, by name and reason, where their tools are absent
+lint: ## ruff and mypy (configured in pyproject.toml)
+	$(PY) -m ruff check .
+	$(PY) -m mypy
+
+test: lint ## lint, then every suite; BMv2, Tofino and namespace suites skip, by name and reason, where their tools are absent
 	@if command -v $(P4C) >/dev/null; then $(MAKE) --no-print-directory build; fi
 	@if command -v $(P4C_TOFINO) >/dev/null; then $(MAKE) --no-print-directory build-tofino \
 	  || echo "make test: build-tofino failed (build/tofino/*.log); the Tofino tests skip as not built" >&2; fi

@@ -11,8 +11,15 @@ Three simple_switch_grpc (gateway + 2 BSs, controller/testbed.py) and the real
   handoffs_per_s  1000 registered MHs; RATE_MHS of them hand off at once
       (registrations sent back to back): handoffs / (last completion - first
       registration processed)
+  status_counters_p50_ms / _max_ms  `ctl status` with the switches' counters
+      (one Read per switch on controller/port_counters.py's thread), 20 rounds
   flush64_ms      completion time of a handoff with a full 64-packet buffer
   punt_to_release_pps  buffered packets released per second during that flush
+  p4rt_write100_ms  building and serialising a 100-entry WriteRequest (100 /32
+      `ipv4_fwd` deliver routes, the client's own encoding), median of 50
+  p4rt_parse100_ms  parsing that request's bytes, median of 50
+  protobuf_backend  the protobuf implementation those two ran on
+(the last three need only build/bs.p4info.txtpb, not BMv2)
 """
 from __future__ import annotations
 
@@ -26,11 +33,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from controller.p4runtime import P4Info, TableEntry, UpdateType  # noqa: E402
+from controller.p4runtime._protos import p4runtime_pb2  # noqa: E402
+from controller.p4runtime.client import write_request  # noqa: E402
 from controller.testbed import Testbed, mh_name  # noqa: E402
 from p4handoff.netns import unavailable_reason  # noqa: E402
 from topo.bmv2 import bmv2_available  # noqa: E402
 
 BUFFERED = 10
+STATUS_ROUNDS = 20
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -69,6 +80,13 @@ def completion_times(workdir: Path, handoffs: int) -> list[float]:
             wait_handoffs(tb, k + 1, 10)
             for port in tb.hosts.values():
                 port.drain()
+        status_ms = []
+        for _ in range(STATUS_ROUNDS):
+            t0 = time.perf_counter()
+            tb.ctl({"cmd": "status", "counters": True})
+            status_ms.append((time.perf_counter() - t0) * 1e3)
+        print(f"status_counters_p50_ms: {percentile(status_ms, 50):.2f}")
+        print(f"status_counters_max_ms: {max(status_ms):.2f}")
         return [d["duration_ms"] for d in tb.log_events("handoff_active")]
     finally:
         tb.close()
@@ -114,12 +132,38 @@ def handoff_rate(workdir: Path, n_mobiles: int, movers: int) -> float:
         tb.close()
 
 
+def p4rt_codec_ms(p4info_path: Path, entries: int = 100, rounds: int = 50) -> tuple[float, float]:
+    """Median ms to build+serialise an `entries`-entry WriteRequest, and to parse it back."""
+    p4info = P4Info.load(p4info_path)
+    routes = [TableEntry("ipv4_fwd", {"dst_addr": f"10.{i >> 8}.{i & 255}.1/32"}, "deliver",
+                         {"port": 1 + i % 4, "src_mac": "02:00:00:00:00:01", "dst_mac": f"02:00:00:00:{i >> 8:02x}:{i & 255:02x}"})
+              for i in range(entries)]
+    write, parse = [], []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        data = write_request(lambda: p4info, 0, (1, 0), ((UpdateType.INSERT, e) for e in routes)).SerializeToString()
+        t1 = time.perf_counter()
+        parsed = p4runtime_pb2.WriteRequest.FromString(data)
+        t2 = time.perf_counter()
+        assert len(parsed.updates) == entries
+        write.append((t1 - t0) * 1e3)
+        parse.append((t2 - t1) * 1e3)
+    return statistics.median(write), statistics.median(parse)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--handoffs", type=int, default=100)
     ap.add_argument("--mobiles", type=int, default=1000)
     ap.add_argument("--movers", type=int, default=200)
     args = ap.parse_args()
+    p4info_path = REPO / "build" / "bs.p4info.txtpb"
+    if p4info_path.exists():
+        from google.protobuf.internal import api_implementation
+        write_ms, parse_ms = p4rt_codec_ms(p4info_path)
+        print(f"p4rt_write100_ms: {write_ms:.3f}")
+        print(f"p4rt_parse100_ms: {parse_ms:.3f}")
+        print(f"protobuf_backend: {api_implementation.Type()}")
     ok, why = bmv2_available()
     reasons = [why] if not ok else []
     if not (REPO / "build" / "bs.json").exists():

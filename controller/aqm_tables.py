@@ -21,28 +21,16 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from controller.p4runtime import TableEntry
-from p4handoff.wire import load_constants
-
-_C = load_constants()
-AVG_FRAC_BITS: int = _C["AVG_FRAC_BITS"]
-PROB_BITS: int = _C["PROB_BITS"]
-DECAY_FRAC_BITS: int = _C["DECAY_FRAC_BITS"]
-AQM_MODE_DROPTAIL: int = _C["AQM_MODE_DROPTAIL"]
-AQM_MODE_RED: int = _C["AQM_MODE_RED"]
-AQM_MODE_MRED: int = _C["AQM_MODE_MRED"]
-PORT_SLOTS: int = _C["PORT_SLOTS"]
+from p4handoff.wire import (AQM_MODE_DROPTAIL, AQM_MODES, AVG_FRAC_BITS, COUNT_MAX,
+                            DECAY_FRAC_BITS, DECAY_ONE, PB_LEVEL_NONE, PORT_SLOTS, PROB_ONE)
 
 AVG_ONE = 1 << AVG_FRAC_BITS        # 1 packet in the Q16.16 average
-PROB_ONE = 1 << PROB_BITS           # probability 1 against the random number
-DECAY_ONE = 1 << DECAY_FRAC_BITS    # factor 1.0 of the idle decay
 AVG_MAX = (1 << 32) - 1
 QUEUE_MAX = 0xFFFF                  # largest occupancy the average can represent, packets
-COUNT_MAX = 0xFFFF                  # the count register saturates here
-PB_LEVEL_NONE = 255                 # level meaning "no red_pb entry" in the data plane
-MAX_LEVELS = 254
+MAX_LEVELS = PB_LEVEL_NONE - 1      # every p_b level a profile uses stays below PB_LEVEL_NONE
 IDLE_MAX_US = (1 << 32) - 1
 MAX_WQ_SHIFT = 31
-MODES = {"droptail": AQM_MODE_DROPTAIL, "red": AQM_MODE_RED, "mred": AQM_MODE_MRED}
+MODES = AQM_MODES
 
 
 @dataclass(frozen=True)

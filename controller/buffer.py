@@ -1,4 +1,4 @@
-"""Bounded per-MH packet buffers with one global bound.
+"""The IPF buffer: bounded per-MH packet buffers with one global bound.
 
 The controller is where a departed MH's packets wait (the old BS punts them):
 one FIFO per MH, bounded per MH (default one window, 64 packets) and in

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from controller.control import ControlError, request
-from controller.network import DEFAULT_SOCKET, NetworkError, load_network
+from controller.network import DEFAULT_SOCKET, Network, NetworkError, load_network
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INVALID, EXIT_UNREACHABLE, EXIT_REFUSED = 0, 1, 2, 3, 4, 5
 
@@ -66,9 +66,20 @@ def _err(args: argparse.Namespace, message: str) -> None:
     print(f"p4handoff ctl {args.ctl_command}: {message}", file=sys.stderr)
 
 
+def _load_fitting(path: str) -> Network:
+    """load_network, then refuse a network whose entries would not fit the P4 tables (NetworkError)."""
+    net = load_network(path)
+    from controller.programmer import Programmer   # grpc and the protos load only here
+
+    problems = Programmer(net).capacity_problems()
+    if problems:
+        raise NetworkError(path, [(f"switches[{sw}]", problem) for sw, problem in problems])
+    return net
+
+
 def _validate(args: argparse.Namespace) -> int:
     try:
-        net = load_network(args.network)
+        net = _load_fitting(args.network)
     except NetworkError as exc:
         print(exc, file=sys.stderr)
         return EXIT_INVALID
@@ -79,7 +90,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        net = load_network(args.network)
+        net = _load_fitting(args.network)
     except NetworkError as exc:
         print(exc, file=sys.stderr)
         return EXIT_INVALID

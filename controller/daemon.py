@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import queue
-import struct
 import sys
 import threading
 import time
@@ -40,15 +39,13 @@ from controller.session import BadPacketIn, Connected, Lost, PacketInEvent, Swit
 from controller.spool import Spool
 from controller.switch_state import SwitchState, diff
 from controller.transmit import Transmitter
-from p4handoff.wire import load_constants
+from p4handoff.wire import AQM_MODES, TELEMETRY, TELEMETRY_AQM_MODE_NONE, load_constants
 
 _C = load_constants()
 AQM_CLASS_STRIDE = _C["AQM_CLASS_STRIDE"]
 AVG_FRAC_BITS = _C["AVG_FRAC_BITS"]
 CLASSES = {"np": _C["AQM_CLASS_NP"], "prio": _C["AQM_CLASS_PRIO"], "dummy": _C["AQM_CLASS_DUMMY"]}
-_TELEMETRY = struct.Struct("!HBBIIIII")      # docs/wire-contract.md, "telemetry" (24 bytes)
-AQM_MODE_NAMES = {_C["AQM_MODE_DROPTAIL"]: "drop-tail", _C["AQM_MODE_RED"]: "red", _C["AQM_MODE_MRED"]: "mred",
-                  255: "none"}
+AQM_MODE_NAMES = {v: name for name, v in AQM_MODES.items()} | {TELEMETRY_AQM_MODE_NONE: "none"}
 WRITE_CHUNK = 1000
 STATUS_TIMEOUT = 1.0
 
@@ -463,11 +460,12 @@ class Daemon:
 
     def _on_telemetry(self, switch: str, payload: bytes) -> None:
         """A probe's answer goes to the oldest round still waiting for that port (each round sent one)."""
-        if len(payload) < _TELEMETRY.size:
+        if len(payload) < TELEMETRY.size:
             self.log("packet_in_ignored", {"switch": switch, "reason": f"telemetry answer of {len(payload)} bytes, "
-                                                                       f"need {_TELEMETRY.size}"})
+                                                                       f"need {TELEMETRY.size}"})
             return
-        port, mode, _, np_, prio, dummy, avg, count = _TELEMETRY.unpack_from(payload)
+        t = TELEMETRY.unpack(payload)
+        port = t.port
         st = next((r for _, r in sorted(self._pending_status.items()) if (switch, port) in r.waiting), None)
         if st is None:
             self.log("packet_in_ignored", {"switch": switch, "port": port,
@@ -476,9 +474,9 @@ class Daemon:
         st.waiting.discard((switch, port))
         for entry in st.body["ports"]:
             if entry["switch"] == switch and entry["port"] == port:
-                entry["aqm"] = {"mode": AQM_MODE_NAMES.get(mode, str(mode)), "occupancy": {
-                    "np": np_, "prio": prio, "dummy": dummy}, "avg_packets": round(avg / (1 << AVG_FRAC_BITS), 3),
-                    "red_count": count - 1}
+                entry["aqm"] = {"mode": AQM_MODE_NAMES.get(t.aqm_mode, str(t.aqm_mode)), "occupancy": {
+                    "np": t.occ_np, "prio": t.occ_prio, "dummy": t.occ_dummy},
+                    "avg_packets": round(t.avg / (1 << AVG_FRAC_BITS), 3), "red_count": t.red_count - 1}
 
     def _finish_status(self, round_id: int) -> None:
         st = self._pending_status.pop(round_id)

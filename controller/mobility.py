@@ -1,4 +1,9 @@
-"""The per-MH handoff state machine: registrations, detaches and punted packets in, ordered effects out.
+"""IPF's handoff, per MH: registrations, detaches and punted packets in, ordered effects out.
+
+This is the controller half of IPF (the paper's buffering at the old BS,
+flush to the new one and priority marking; README, "Paper mechanisms"): it
+decides when to buffer, when to flush and along which path. `buffer.py` holds
+the IPF buffer, `transmit.py` sends the flush priority-marked.
 
 Sans-IO: every input carries the current time and returns the effects
 (`controller.intents`) to apply in order; timers are polled through
@@ -298,7 +303,7 @@ class Mobility:
         """Before `recover`: the buffers as the previous controller left them in the spool."""
         for mh, count in self.pool.restore(records).items():
             self.log("spool_discarded", {"mh": mh, "packets": count, "reason": "not a mobile host of this network"})
-        for name, st in self.mhs.items():
+        for name in self.mhs:
             if len(self.pool[name]):
                 self.log("spool_restored", {"mh": name, "packets": len(self.pool[name])})
 

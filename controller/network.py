@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from p4handoff.wire import AQM_MODES as WIRE_AQM_MODES
 from p4handoff.wire import DSCP_BEST_EFFORT, DSCP_IPF_PRIORITY_DEFAULT, DSCP_LE
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -28,7 +29,8 @@ DEFAULT_CONTROLLER_ADDRESS = "192.0.2.1"   # RFC 5737 TEST-NET-1: never a real h
 
 ROLE_GATEWAY, ROLE_BS = "gateway", "bs"
 PORT_ACCESS, PORT_PEER, PORT_CORE = "access", "peer", "core"
-AQM_MODES = ("drop-tail", "red", "mred")
+AQM_MODES = tuple(WIRE_AQM_MODES)     # droptail, red, mred: the one spelling (p4src AQM_MODE_*)
+RENAMED_AQM_MODES = {"drop-tail": "droptail"}   # refused with the new spelling (docs/controller.md)
 MAX_PORT = 510          # BMv2 ports are 9 bits; 511 is the drop port
 MAX_QUEUE_LIMIT = 65535
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
@@ -50,7 +52,7 @@ class NetworkError(ValueError):
 class AqmConfig:
     """Queue management of one access egress port (packets; w_q = 2**-w_q_shift)."""
 
-    mode: str = "drop-tail"
+    mode: str = "droptail"
     limit: int = 64
     min_th: int = 0
     max_th: int = 0
@@ -517,7 +519,11 @@ class _Validator:
                                      "mean_pkt_time_us"})
         if d is None:
             return None
-        mode = d.get("mode", "drop-tail")
+        mode = d.get("mode", "droptail")
+        if mode in RENAMED_AQM_MODES:
+            self.err(f"{path}.mode", f"{mode!r} is now spelled {RENAMED_AQM_MODES[mode]!r} (one spelling in network "
+                                     f"and scenario files)")
+            return None
         if mode not in AQM_MODES:
             self.err(f"{path}.mode", f"must be one of {', '.join(AQM_MODES)}; got {mode!r}")
             return None
@@ -532,10 +538,10 @@ class _Validator:
             pkt_time = self.number(d["mean_pkt_time_us"], f"{path}.mean_pkt_time_us", 0.0, 1e9, lo_open=True)
             if pkt_time is None:
                 return None
-        if mode == "drop-tail":
+        if mode == "droptail":
             for key in ("min_th", "max_th", "max_p", "w_q", "mean_pkt_time_us"):
                 if key in d:
-                    self.err(f"{path}.{key}", "RED parameter given for a drop-tail port")
+                    self.err(f"{path}.{key}", "RED parameter given for a droptail port")
             if limit is None or dummy is None:
                 return None
             return AqmConfig(mode, limit, dummy_threshold=dummy)

@@ -11,18 +11,18 @@ controller rebuilds where every MH is from what the switches hold.
 from __future__ import annotations
 
 import ipaddress
+from collections import Counter
 
 from controller.aqm_tables import MODES, PortAqm, RedParams
 from controller.intents import Deliver, Forward, Punt, RouteAction, Tunnel
 from controller.network import PORT_ACCESS, PORT_PEER, AqmConfig, Network, Switch
 from controller.p4runtime import TableEntry
 from controller.tofino import TARGETS, TnaQueues, port_entries_for
-from p4handoff.wire import load_constants
+from p4handoff.wire import TABLE_SIZES, load_constants
 
 _C = load_constants()
 PORT_ROLE = {"core": _C["PORT_ROLE_CORE"], PORT_ACCESS: _C["PORT_ROLE_ACCESS"], PORT_PEER: _C["PORT_ROLE_PEER"]}
 PUNT_REASON_BUFFER: int = _C["PUNT_REASON_BUFFER"]
-_AQM_MODE = {"drop-tail": MODES["droptail"], "red": MODES["red"], "mred": MODES["mred"]}
 
 T_PORT_ROLE, T_IPF_PEER, T_TUNNEL_TERM, T_ARP, T_FWD, T_IPF_CONFIG = (
     "port_role", "ipf_peer", "tunnel_term", "arp_gateway", "ipv4_fwd", "ipf_config")
@@ -59,6 +59,20 @@ class Programmer:
         self.queues = queues
 
     # ---------------------------------------------------------------- static state
+
+    def capacity_problems(self) -> list[tuple[str, str]]:
+        """(switch, problem) for every table whose entries would not fit its P4 size (size.p4).
+
+        `ipv4_fwd` counts one /32 per mobile host on top of the static entries.
+        """
+        problems = []
+        for sw in self.net.switches:
+            need = Counter(e.table for e in self.static_entries(sw.name))
+            need[T_FWD] += len(self.net.mobile_hosts)
+            problems += [(sw.name, f"{n} entries for table {t} exceed its size {TABLE_SIZES[t]} "
+                                   f"(SIZE_{t.upper()}, p4src/include/size.p4)")
+                         for t, n in sorted(need.items()) if t in TABLE_SIZES and n > TABLE_SIZES[t]]
+        return problems
 
     def static_entries(self, name: str) -> list[TableEntry]:
         """Everything a switch holds whatever the MHs do: roles, trust, termination, ARP, fixed routes, AQM."""
@@ -115,7 +129,7 @@ class Programmer:
             red = _red_params(p.aqm)
             key = (red.min_th, red.max_th, red.max_p, red.wq_shift, red.mean_pkt_time_us) if red else ("none",)
             profile = profiles.setdefault(key, len(profiles))
-            entries = port_entries_for(self.target, PortAqm(p.number, _AQM_MODE[p.aqm.mode], p.aqm.limit,
+            entries = port_entries_for(self.target, PortAqm(p.number, MODES[p.aqm.mode], p.aqm.limit,
                                                              p.aqm.dummy_threshold, profile, red), self.queues)
             if profile in seen_profiles:
                 entries = entries[:1]                  # the profile's tables are already in
@@ -197,6 +211,6 @@ class Programmer:
 
 
 def _red_params(cfg: AqmConfig) -> RedParams | None:
-    if cfg.mode == "drop-tail":
+    if cfg.mode == "droptail":
         return None
     return RedParams(cfg.min_th, cfg.max_th, cfg.max_p, cfg.w_q_shift, cfg.mean_pkt_time_us)

@@ -14,6 +14,8 @@ switch gets the pipeline pushed, which on BMv2 clears its state.
 """
 from __future__ import annotations
 
+import functools
+
 import threading
 import time
 from dataclasses import dataclass
@@ -103,7 +105,7 @@ class SwitchSession:
                     if client.is_primary:
                         self.connects += 1
                         self.post(Connected(self.sw.name, client))      # before any of its packet-ins
-                        self._spawn(lambda: self._read_loop(client), f"packet-in-{self.sw.name}")
+                        self._spawn(functools.partial(self._read_loop, client), f"packet-in-{self.sw.name}")
                         return
                     self.last_error = f"not primary: {client.stream.arbitration_status}"
                     client.close()

@@ -204,7 +204,7 @@ class Testbed:
 
     def start_controller(self, network: Path | None = None, timeout: float = 60.0) -> subprocess.Popen:
         """`p4handoff ctl run` in the fabric namespace; returns once it answers on its socket."""
-        env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python", PYTHONPATH=str(REPO))
+        env = dict(os.environ, PYTHONPATH=str(REPO))
         log = open(self.workdir / "controller.stderr", "ab")
         self.controller = self.lab.start(self.fab, [
             sys.executable, "-m", "p4handoff", "ctl", "run", "--network", str(network or self.network_path),

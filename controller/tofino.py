@@ -129,9 +129,9 @@ def lpf_error_report(red: RedParams, burst: int = 20, q: int | None = None) -> d
     n = 8 << red.wq_shift                                   # long enough to settle
     paced = average_paths(red, [(s, q)] * n)
     bursty = average_paths(red, [(1.0 if i % burst else s * burst - (burst - 1), q) for i in range(n)])
-    bursty_max = max(abs(e - l) for e, l in bursty)
+    bursty_max = max(abs(e - m) for e, m in bursty)
     return {
-        "paced_abs_diff_packets_max": max(abs(e - l) for e, l in paced),
+        "paced_abs_diff_packets_max": max(abs(e - m) for e, m in paced),
         "bursty_abs_diff_packets_max": bursty_max,
         "bursty_abs_diff_fraction_of_q": bursty_max / q,
         "lpf_time_constant_ms": lpf_time_constant_ns(red) / 1e6,

@@ -1,4 +1,4 @@
-"""Packet effects as packet-outs: which switch, which frame, which `packet_out` header fields.
+"""Packet effects as packet-outs, among them IPF's flush: which switch, which frame, which `packet_out` fields.
 
 Every frame is complete (Ethernet included) and leaves the switch without
 table lookups (`lookup` = 0): the controller already decided the path. Buffer

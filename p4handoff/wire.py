@@ -1,23 +1,107 @@
-"""Wire constants shared with the P4 program, read from its constants header.
+"""Wire constants, table sizes and header layouts shared with the P4 program, read from its source.
 
-The P4 header `p4src/include/constants.p4` is the one place these values are
-written; reading it here keeps the data plane and the Python control plane
-from drifting apart.
+`p4src/include/constants.p4` (with `size.p4`, which it includes) and
+`headers.p4` are the one place these are written; reading them here keeps
+the data plane and the Python control plane from drifting apart.
+tests/test_wire_contract.py checks what is read against the compiled
+program (P4Info and BMv2 JSON).
 """
 from __future__ import annotations
 
+import ast
+import collections
+import operator
 import re
+import struct
 from pathlib import Path
+from typing import Any, Callable
 
-CONSTANTS_P4 = Path(__file__).resolve().parent.parent / "p4src" / "include" / "constants.p4"
-_CONST_RE = re.compile(r"^\s*const\s+bit<\d+>\s+([A-Z][A-Z0-9_]*)\s*=\s*(0x[0-9a-fA-F]+|\d+)\s*;", re.M)
+P4_INCLUDE = Path(__file__).resolve().parent.parent / "p4src" / "include"
+CONSTANTS_P4 = P4_INCLUDE / "constants.p4"
+HEADERS_P4 = P4_INCLUDE / "headers.p4"
+_CONST_RE = re.compile(r"^\s*const\s+bit<(\d+)>\s+([A-Z][A-Z0-9_]*)\s*=\s*([^;]+);", re.M)
+_INCLUDE_RE = re.compile(r'^\s*#include\s+"([^"]+)"', re.M)
+_WIDTH_PREFIX_RE = re.compile(r"\b\d+w(0x[0-9a-fA-F]+|\d+)\b")
+_OPS: dict[type, Callable[[int, int], int]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.LShift: operator.lshift, ast.RShift: operator.rshift}
+
+
+class ContractError(ValueError):
+    """The P4 source says something this reader does not understand; the message names file and line."""
+
+
+def _evaluate(expr: str, known: dict[str, int], where: str) -> int:
+    """A constant initialiser: literals (optionally width-prefixed), earlier names, + - * << >> and parentheses."""
+    def ev(node: ast.AST) -> int:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name) and node.id in known:
+            return known[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            return _OPS[type(node.op)](ev(node.left), ev(node.right))
+        raise ContractError(f"{where}: cannot evaluate {expr!r} (literals, earlier constants, + - * << >> only)")
+    try:
+        tree = ast.parse(_WIDTH_PREFIX_RE.sub(r"\1", expr.strip()), mode="eval")
+    except SyntaxError as exc:
+        raise ContractError(f"{where}: cannot parse {expr!r}") from exc
+    return ev(tree.body)
 
 
 def load_constants(path: Path = CONSTANTS_P4) -> dict[str, int]:
-    """Parse every `const bit<N> NAME = VALUE;` line of a P4 header."""
-    text = path.read_text()
-    return {name: int(value, 0) for name, value in _CONST_RE.findall(text)}
+    """Every `const bit<N> NAME = EXPR;` of a P4 header and of the headers it `#include`s, in order."""
+    out: dict[str, int] = {}
+    _load_into(path, out)
+    return out
 
+
+def _load_into(path: Path, out: dict[str, int]) -> None:
+    text = path.read_text()
+    for m in _CONST_RE.finditer(text):
+        width, name, expr = int(m.group(1)), m.group(2), m.group(3)
+        where = f"{path.name}:{text.count(chr(10), 0, m.start()) + 1}"
+        value = _evaluate(expr, out, where)
+        if not 0 <= value < 1 << width:
+            raise ContractError(f"{where}: {name} = {value} does not fit bit<{width}>")
+        out[name] = value
+    for include in _INCLUDE_RE.findall(text):
+        _load_into(path.parent / include, out)
+
+
+_HEADER_RE = re.compile(r"\bheader\s+(\w+)\s*\{([^}]*)\}", re.S)
+_FIELD_RE = re.compile(r"^\s*bit<(\d+)>\s+(\w+)\s*;", re.M)
+_STRUCT_CODES = {8: "B", 16: "H", 32: "I", 64: "Q"}
+
+
+def load_header(name: str, path: Path = HEADERS_P4) -> list[tuple[str, int]]:
+    """The (field, bit width) list of P4 header type `name`, in wire order."""
+    text = re.sub(r"/\*.*?\*/", "", path.read_text(), flags=re.S)
+    for header, body in _HEADER_RE.findall(text):
+        if header == name:
+            return [(field, int(width)) for width, field in _FIELD_RE.findall(body)]
+    raise ContractError(f"{path.name}: no header {name}")
+
+
+class HeaderLayout:
+    """A P4 header of whole-byte fields as a big-endian struct; `unpack` gives a record by field name.
+
+    Field names lose a leading underscore in the record (`_pad` -> `pad`).
+    """
+
+    def __init__(self, name: str, fields: list[tuple[str, int]]) -> None:
+        bad = [f"{f}: bit<{w}>" for f, w in fields if w not in _STRUCT_CODES]
+        if bad:
+            raise ContractError(f"header {name}: fields not 8/16/32/64 bits wide: {', '.join(bad)}")
+        self.name = name
+        self.fields = fields
+        self.struct = struct.Struct("!" + "".join(_STRUCT_CODES[w] for _, w in fields))
+        self.size = self.struct.size
+        record: Any = collections.namedtuple(name, [f.lstrip("_") for f, _ in fields])  # type: ignore[misc]
+        self.record = record
+
+    def unpack(self, data: bytes) -> Any:
+        """The record at the start of `data` (struct.error if `data` is shorter than `size`)."""
+        return self.record(*self.struct.unpack_from(data))
 
 _C = load_constants()
 
@@ -56,8 +140,14 @@ PORT_SLOTS: int = _C["PORT_SLOTS"]
 AVG_FRAC_BITS: int = _C["AVG_FRAC_BITS"]
 PROB_BITS: int = _C["PROB_BITS"]
 DECAY_FRAC_BITS: int = _C["DECAY_FRAC_BITS"]
+PROB_ONE: int = _C["PROB_ONE"]
+DECAY_ONE: int = _C["DECAY_ONE"]
+PB_LEVEL_NONE: int = _C["PB_LEVEL_NONE"]
+COUNT_MAX: int = _C["COUNT_MAX"]
+TELEMETRY_AQM_MODE_NONE: int = _C["TELEMETRY_AQM_MODE_NONE"]
 DUMMY_MAX_RECIRC: int = _C["DUMMY_MAX_RECIRC"]
 REASON_STRIDE: int = _C["REASON_STRIDE"]
+PACKET_OUT_BYTES: int = _C["PACKET_OUT_BYTES"]
 MALFORMED_TRUNCATED: int = _C["MALFORMED_TRUNCATED"]
 MALFORMED_IPV4_VERSION: int = _C["MALFORMED_IPV4_VERSION"]
 MALFORMED_IPV4_IHL: int = _C["MALFORMED_IPV4_IHL"]
@@ -70,3 +160,10 @@ FWD_DROP_TABLE: int = _C["FWD_DROP_TABLE"]
 FWD_DROP_TTL: int = _C["FWD_DROP_TTL"]
 FWD_DROP_UNSUPPORTED: int = _C["FWD_DROP_UNSUPPORTED"]
 FWD_DROP_PACKET_OUT: int = _C["FWD_DROP_PACKET_OUT"]
+
+# The AQM modes by name: AQM_MODE_DROPTAIL -> "droptail" (the one spelling, in network and scenario files).
+AQM_MODES: dict[str, int] = {n.removeprefix("AQM_MODE_").lower(): v for n, v in _C.items() if n.startswith("AQM_MODE_")}
+# Table sizes (size.p4): SIZE_IPV4_FWD -> "ipv4_fwd".
+TABLE_SIZES: dict[str, int] = {n.removeprefix("SIZE_").lower(): v for n, v in _C.items() if n.startswith("SIZE_")}
+# The telemetry answer after packet_in in a PacketIn's payload (docs/wire-contract.md, "telemetry").
+TELEMETRY = HeaderLayout("telemetry_t", load_header("telemetry_t"))

@@ -21,8 +21,6 @@
 
 /* simple_switch's instance_type of a recirculated packet */
 const bit<32> BMV2_INSTANCE_TYPE_RECIRC = 4;
-/* bytes of packet_out before the Ethernet header */
-const bit<32> PACKET_OUT_BYTES = 2;
 
 parser V1Parser(packet_in pkt, out headers_t hdr, inout local_meta_t meta,
                 inout standard_metadata_t sm) {

@@ -9,9 +9,8 @@ Topology (switch port = PTF port):
 """
 from __future__ import annotations
 
-import struct
 import time
-from typing import Iterable, NamedTuple
+from typing import Any, Iterable
 
 from scapy.all import IP, TCP, UDP, Ether, Raw
 
@@ -43,20 +42,9 @@ DUMMY_RESERVED = C["TCP_BYTE12_DUMMY_MASK"] >> 1  # scapy's 3-bit TCP `reserved`
 
 SETTLE_S = 0.1  # a packet sent by PTF reaches the switch's queues well within this
 
-# the telemetry header (docs/wire-contract.md) and a probe frame to carry it
-TELEMETRY = struct.Struct(">HBBIIIII")
+# the telemetry header (headers.p4, telemetry_t, read by p4handoff/wire.py) and a probe frame to carry it
+TELEMETRY = wire.TELEMETRY
 PROBE = Ether(dst="02:00:00:00:00:00", src="02:00:00:00:00:00", type=0x88B5)
-
-
-class Telemetry(NamedTuple):
-    port: int
-    aqm_mode: int
-    pad: int
-    occ_np: int
-    occ_prio: int
-    occ_dummy: int
-    avg: int        # Q16.16 packets
-    red_count: int  # Floyd-Jacobson count + 1
 
 
 def tos(dscp: int, ecn: int = 0) -> int:
@@ -150,14 +138,14 @@ class BsTest(P4RuntimeTest):
     def reason_count(self, name: str, port: int, reason: int) -> int:
         return self.counter(name, port * C["REASON_STRIDE"] + reason).packets
 
-    def telemetry(self, port: int) -> Telemetry:
+    def telemetry(self, port: int) -> Any:
         """The port's AQM state through the telemetry probe (P4Runtime packet I/O: milliseconds, where a
         Thrift register read costs a CLI process)."""
         self.packet_out(PROBE, egress_port=port, telemetry=1)
         pin = self.get_packet_in()
         if pin.metadata.get("reason") != C["PUNT_REASON_TELEMETRY"]:
             self.fail(f"expected a telemetry packet-in, got {pin.metadata}")
-        return Telemetry(*TELEMETRY.unpack(pin.payload[:TELEMETRY.size]))
+        return TELEMETRY.unpack(pin.payload)
 
     def occupancy(self, port: int) -> list[int]:
         """Current occupancy registers of a port: [non-priority, priority, dummy]."""

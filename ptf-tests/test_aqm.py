@@ -167,7 +167,7 @@ class OccupancyBackToZero(BsTest):
     def runTest(self):
         self.configure_aqm(PortAqm(ACCESS, AQM_MODE_MRED, qlimit=20, dummy_th=10, red=self.RED))
         self.set_queue_rate(200, ACCESS)
-        for burst in range(3):
+        for _burst in range(3):
             frames = []
             for i in range(15):
                 frames += [udp_to(MH_ADDR, seq=i), tcp_to(MH_ADDR, seq=i, dummy=True),

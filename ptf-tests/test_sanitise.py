@@ -3,7 +3,7 @@ on a peer port; anywhere else it is re-marked to 0 and counted (ipf-mred.md, "Se
 from ptf import testutils
 from scapy.all import IP, Ether
 
-from bs_pipeline import (ACCESS, C, CH_ADDR, CORE, CORE_NH_MAC, MH_ADDR, MH_MAC, PEER, PEER_ADDR, BsTest,
+from bs_pipeline import (ACCESS, C, CH_ADDR, CORE, CORE_NH_MAC, MH_ADDR, MH_MAC, PEER, BsTest,
                          delivered, tos, tunnel, udp_to)
 from controller.aqm_tables import AQM_MODE_DROPTAIL, PortAqm
 

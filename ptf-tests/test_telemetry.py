@@ -31,9 +31,9 @@ class TelemetryProbe(BsTest):
 
 
 class TelemetryPortWithoutAqm(BsTest):
-    """A port without an aqm_port entry reports mode 255 and zero state."""
+    """A port without an aqm_port entry reports mode TELEMETRY_AQM_MODE_NONE and zero state."""
 
     def runTest(self):
         self.packet_out(PROBE, egress_port=ACCESS2, telemetry=1)
         pin = self.get_packet_in()
-        self.assertEqual(TELEMETRY.unpack(pin.payload[:TELEMETRY.size]), (ACCESS2, 255, 0, 0, 0, 0, 0, 0))
+        self.assertEqual(TELEMETRY.unpack(pin.payload[:TELEMETRY.size]), (ACCESS2, C["TELEMETRY_AQM_MODE_NONE"], 0, 0, 0, 0, 0, 0))

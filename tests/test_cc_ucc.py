@@ -93,14 +93,14 @@ def test_measurement_window_restarts_at_each_loss() -> None:
     u.acked = u.conn.snd_nxt - u.peer.conn_iss - 1  # full ACK ends recovery
     u.conn.handle(u.peer.segment(ack=u.acked), u.now + 0.01)
     u._log(u.conn.poll(u.now + 0.01))
-    for i in range(10):
+    for _ in range(10):
         u.ack_next(400)
     assert u.ucc.utilisation() == 1.0  # only queued packets in this window (the minimum is still 0)
 
 
 def test_timeout_sets_cwnd_one() -> None:
     u = _Ucc()
-    for i in range(20):
+    for _ in range(20):
         u.ack_next(0)
     flight = u.conn.flight_size
     u.conn.poll(u.conn.next_wakeup())
@@ -109,19 +109,19 @@ def test_timeout_sets_cwnd_one() -> None:
 
 def test_handoff_forgets_the_minimum() -> None:
     u = _Ucc()
-    for i in range(50):
+    for _ in range(50):
         u.ack_next(0)
     u.conn.notify(Notification(Event.HANDOFF, 1, u.peer.addr, u.peer.addr), u.now)
-    for i in range(50):
+    for _ in range(50):
         u.ack_next(30_000)  # the new path is 30 ms longer; no queue on it
     assert u.ucc.utilisation() == 0.0
 
 
 def test_minimum_is_refreshed_after_min_window() -> None:
     u = _Ucc(min_window=0.05)
-    for i in range(20):
+    for _ in range(20):
         u.ack_next(0)
-    for i in range(200):  # 200 ms on a path 10 ms slower, no queue: two windows later the old minimum is gone
+    for _ in range(200):  # 200 ms on a path 10 ms slower, no queue: two windows later the old minimum is gone
         u.ack_next(10_000)
     assert u.ucc.utilisation() == 0.0
 

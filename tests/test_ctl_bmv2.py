@@ -259,7 +259,7 @@ def test_bad_description_is_refused_before_any_switch_is_touched(tmp_path):
         bad["switches"] = bad["switches"][:2]             # bs2 missing: bs1 peers with an unknown switch
         bad_file = tmp_path / "bad.yaml"
         bad_file.write_text(yaml.safe_dump(bad))
-        env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python", PYTHONPATH=str(REPO))
+        env = dict(os.environ, PYTHONPATH=str(REPO))
         done = subprocess.run(["ip", "netns", "exec", bed.fab.name, sys.executable, "-m", "p4handoff", "ctl",
                                "run", "--network", str(bad_file)],
                               capture_output=True, text=True, timeout=60, env=env, cwd=str(REPO))

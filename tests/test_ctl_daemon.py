@@ -35,7 +35,7 @@ def closed_port() -> int:
 
 
 def start(tmp_path: Path, sock: str) -> subprocess.Popen:
-    env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python", PYTHONPATH=str(REPO))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
     return subprocess.Popen([sys.executable, "-m", "p4handoff", "ctl", "run", "--network", str(tmp_path / "net.yaml"),
                              "--log", str(tmp_path / "log.jsonl"), "--startup-timeout", "0.5"],
                             env=env, cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

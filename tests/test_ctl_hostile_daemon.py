@@ -205,7 +205,7 @@ def test_ctl_run_survives_its_description_being_rewritten(tmp_path):
     path = description(tmp_path)
     sock = str(tmp_path / "ctl.sock")
     log = tmp_path / "log.jsonl"
-    env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python", PYTHONPATH=str(REPO))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
     cmd = [sys.executable, "-m", "p4handoff", "ctl", "run", "--network", str(path), "--log", str(log),
            "--startup-timeout", "0.5"]
     proc = subprocess.Popen(cmd, env=env, cwd=str(REPO), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

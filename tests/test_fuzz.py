@@ -67,11 +67,13 @@ def test_the_wrong_port_oracle_tells_allowed_outputs_from_leaks():
     """The check `make fuzz` applies to every frame leaving the switch, on hand-made outputs."""
     from controller.packets import encapsulate, ethernet, udp_packet
     o = oracle()
-    to = lambda dst, dscp=0: ethernet("02:aa:00:00:00:01", "02:00:00:00:01:fe",
-                                      udp_packet("10.0.0.1", dst, 1, 1, b"x", dscp))
-    tunnel = lambda dst, dscp: ethernet("02:00:00:00:00:03", "02:00:00:00:00:02",
-                                        encapsulate(udp_packet("10.0.0.1", dst, 1, 1, b"x"), "192.168.100.2",
-                                                    "192.168.100.3", dscp))
+
+    def to(dst: str, dscp: int = 0) -> bytes:
+        return ethernet("02:aa:00:00:00:01", "02:00:00:00:01:fe", udp_packet("10.0.0.1", dst, 1, 1, b"x", dscp))
+
+    def tunnel(dst: str, dscp: int) -> bytes:
+        return ethernet("02:00:00:00:00:03", "02:00:00:00:00:02",
+                        encapsulate(udp_packet("10.0.0.1", dst, 1, 1, b"x"), "192.168.100.2", "192.168.100.3", dscp))
     arp = templates(A)["arp-gateway"]
     assert o.check("core", 4, set(), 1, to(A.delivered)) is None
     assert o.check("core", 4, set(), 2, to(A.stranger)) is None                  # default route to the gateway

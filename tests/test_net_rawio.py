@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import select
-import socket
 import time
 
 import pytest

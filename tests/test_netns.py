@@ -1,7 +1,6 @@
 """The namespace helper on real namespaces: creation, veth, sockets inside, processes, teardown."""
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 

@@ -215,7 +215,7 @@ def test_mobile_host_count_sweep_moves_flows_with_it() -> None:
 def test_document_is_not_modified_by_resolving() -> None:
     sf = load(TRACES / "ipf-burst.yaml")
     before = copy.deepcopy(sf.doc)
-    for variant, point, _ in sf.runs():
+    for _variant, _point, _ in sf.runs():
         pass
     assert sf.doc == before
     assert yaml.safe_dump(sf.doc)

@@ -35,7 +35,8 @@ def vertical() -> dict:
     for scheme in ("newreno", "immediate", "bwaware"):
         exp = vertical_handoff(scheme, second_buffer=10)
         sent: list[float] = []
-        exp.flows[0].flow.sender_slot.on_send.append(lambda seg, now: sent.append(now) if seg.payload else None)
+        exp.flows[0].flow.sender_slot.on_send.append(
+            lambda seg, now, sent=sent: sent.append(now) if seg.payload else None)
         exp.run(16.0)
         runs[scheme] = (exp, sent)
     return runs

@@ -135,7 +135,7 @@ class LabRun:
             cli = self.switches[q.switch].cli
             cli.set_queue_depth(q.depth, port=q.port)
             cli.set_queue_rate(q.pps, port=q.port)
-        for name, h in self.plan.hosts.items():
+        for name in self.plan.hosts:
             self._configure_host(name)
         for k, w in enumerate(self.plan.wires):
             if w.emu is not None:
@@ -172,7 +172,7 @@ class LabRun:
         desc["switches"] = [dict(s, grpc=self.switches[s["name"]].grpc_addr) for s in desc["switches"]]
         net_path = self.out / "network.yaml"
         net_path.write_text(yaml.safe_dump(desc, sort_keys=False))
-        env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python", PYTHONPATH=str(REPO_ROOT))
+        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
         with open(self.out / "controller.stderr", "ab") as log:   # root namespace, as Mininet's controllers
             self.controller = subprocess.Popen([
                 sys.executable, "-m", "p4handoff", "ctl", "run", "--network", str(net_path),

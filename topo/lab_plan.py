@@ -33,7 +33,6 @@ from topo.scenario import HEADER_BYTES, LinkSpec, QueueSpec, Scenario
 ACCESS_GATEWAY = ("172.31.255.1", "02:00:00:00:01:fe")   # anycast gateway of every cell (address, MAC)
 HOST_GATEWAY = "172.31.255.254"                          # correspondents' default gateway (their switch answers)
 SWITCH_NET = ipaddress.IPv4Network("192.168.100.0/24")
-AQM_MODE = {"droptail": "drop-tail", "red": "red", "mred": "mred"}
 UNBOUNDED = 10000        # frames: an emulator queue that never limits (the switch queue does)
 
 
@@ -136,7 +135,7 @@ def _mac(kind: int, k: int) -> str:
 
 
 def _aqm(q: QueueSpec, rate_bps: float, size: int, notes: list[str], where: str) -> dict[str, Any]:
-    d: dict[str, Any] = {"mode": AQM_MODE[q.aqm], "limit": q.limit}
+    d: dict[str, Any] = {"mode": q.aqm, "limit": q.limit}
     if q.dummy_threshold is not None:
         d["dummy_threshold"] = q.dummy_threshold
     if q.aqm in ("red", "mred"):

@@ -6,8 +6,10 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from p4handoff.wire import AQM_MODES
+
 PAPERS = ("handoff-ssthresh", "dsbp", "ucc", "ipf-mred", "none")
-AQMS = ("droptail", "red", "mred")
+AQMS = tuple(AQM_MODES)      # droptail, red, mred: the P4 program's AQM_MODE_* (p4handoff/wire.py)
 OUTAGE_RULES = ("excluded", "credited")
 FLOW_METRICS = ("throughput", "percent_of_ideal", "loss_rate", "data_losses", "delivered_bytes", "dummies_sent")
 LINK_METRICS = ("utilization", "max_avg_queue", "max_queue", "min_queue", "drops")

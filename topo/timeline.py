@@ -72,7 +72,7 @@ def moves(mh: MobileHostSpec, raw: Any, path: str, errors: Errors, cells: set[st
                      "overlap": ("iface", "cell"), "attach": ("iface", "cell", "probe"),
                      "detach": ("iface", "notify", "warn"), "handoff": ("iface", "notify")}[kind])
 
-        def iface_of(key: str, required: bool = True) -> str | None:
+        def iface_of(key: str, required: bool = True, body: Obj = body) -> str | None:
             name = body.get(key, name_of, required=required)
             if name is not None and name not in mh.interfaces:
                 errors.add(f"{body.path}.{key}", f"{mh.name} has no interface {name!r} (has: {', '.join(mh.interfaces)})")

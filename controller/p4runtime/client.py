@@ -18,7 +18,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import grpc
 
@@ -35,6 +35,20 @@ Entity = TableEntry | p4runtime_pb2.Entity
 _election_counter = itertools.count(1)
 _election_lock = threading.Lock()
 _MAX_MESSAGE = 256 * 1024 * 1024
+
+
+def write_request(p4info: Callable[[], P4Info], device_id: int, election_id: tuple[int, int],
+                  updates: Iterable[tuple[UpdateType, Entity]]) -> p4runtime_pb2.WriteRequest:
+    """One Write batch as sent: TableEntry objects encoded by P4Info names (`p4info` is asked only if needed)."""
+    request = p4runtime_pb2.WriteRequest(device_id=device_id)
+    request.election_id.high, request.election_id.low = election_id
+    for kind, entity in updates:
+        update = request.updates.add(type=UpdateType(kind))
+        if isinstance(entity, TableEntry):
+            update.entity.table_entry.CopyFrom(encode_table_entry(p4info(), entity))
+        else:
+            update.entity.CopyFrom(entity)
+    return request
 
 
 def default_election_id() -> tuple[int, int]:
@@ -169,14 +183,7 @@ class P4RuntimeClient:
 
     def write(self, updates: Iterable[tuple[UpdateType, Entity]], *, timeout: float | None = None) -> None:
         """Send one Write batch; P4RuntimeError.updates says which updates failed (the rest applied)."""
-        request = p4runtime_pb2.WriteRequest(device_id=self.device_id)
-        request.election_id.high, request.election_id.low = self.election_id
-        for kind, entity in updates:
-            update = request.updates.add(type=UpdateType(kind))
-            if isinstance(entity, TableEntry):
-                update.entity.table_entry.CopyFrom(encode_table_entry(self._need_p4info(), entity))
-            else:
-                update.entity.CopyFrom(entity)
+        request = write_request(self._need_p4info, self.device_id, self.election_id, updates)
         if request.updates:
             self._rpc("Write", self._stub.Write, request, timeout)
 

@@ -53,7 +53,7 @@ class StreamChannel:
     def _requests(self) -> Iterator[p4runtime_pb2.StreamMessageRequest]:
         while True:
             item = self._outgoing.get()
-            if item is _END:
+            if not isinstance(item, p4runtime_pb2.StreamMessageRequest):   # _END
                 return
             yield item
 

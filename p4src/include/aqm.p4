@@ -1,8 +1,13 @@
 /* Per-access-port AQM: drop-tail, RED (Floyd & Jacobson 1993) or M-RED
  * (IPF), all parameters runtime state (docs/aqm.md).
  *
- * Target independent and Tofino-portable arithmetic: additions,
- * comparisons and shifts by constants only. w_q = 2^-wq_shift is applied
+ * Target-independent arithmetic (additions, comparisons and shifts by
+ * constants only), but not a Tofino program as it stands: the glue reads
+ * the count, looks red_pa up with it and writes the new count, two
+ * accesses of one register that a Tofino stateful ALU cannot make, and
+ * Tofino-1 ingress cannot see queue occupancy. The TNA port applies
+ * AqmConfig only and decides in egress (p4src/tna/aqm.p4, docs/tofino.md,
+ * "The AQM in egress"). w_q = 2^-wq_shift is applied
  * as a chain of constant shifts selected by the bits of wq_shift; the
  * idle-time decay (1 - w_q)^m is a Q0.12 factor from a range table,
  * applied by shift-and-add; p_b comes from a range table on the average
@@ -17,11 +22,6 @@
 #define P4HANDOFF_AQM_P4
 
 #include "headers.p4"
-
-const bit<13> DECAY_ONE = 4096;              /* 1.0 in Q0.12 */
-const bit<32> PROB_ONE = 32w1 << 24;         /* 1.0 against a PROB_BITS random number */
-const bit<8>  PB_LEVEL_NONE = 255;
-const bit<16> COUNT_MAX = 0xFFFF;
 
 /* AQM configuration of the egress port; ports without an entry have no
  * AQM and no occupancy accounting (the controller configures access ports). */
@@ -44,7 +44,7 @@ control AqmConfig(inout local_meta_t meta) {
         key = { meta.egress_port : exact @name("port"); }
         actions = { aqm_set; @defaultonly NoAction; }
         default_action = NoAction();
-        size = 512;
+        size = SIZE_AQM_PORT;
     }
 
     apply { aqm_port.apply(); }
@@ -65,7 +65,7 @@ control AqmDecide(inout local_meta_t meta) {
         }
         actions = { set_decay; @defaultonly NoAction; }
         default_action = NoAction();
-        size = 2048;
+        size = SIZE_AQM_IDLE;
     }
 
     @name(".set_pb_level")
@@ -82,7 +82,7 @@ control AqmDecide(inout local_meta_t meta) {
         }
         actions = { set_pb_level; @defaultonly NoAction; }
         default_action = NoAction();
-        size = 2048;
+        size = SIZE_RED_PB;
     }
 
     @name(".set_pa")
@@ -106,7 +106,7 @@ control AqmDecide(inout local_meta_t meta) {
         }
         actions = { set_pa; @defaultonly pa_certain; }
         default_action = pa_certain();
-        size = 65536;
+        size = SIZE_RED_PA;
     }
 
     /* avg <- avg + (q - avg) * 2^-wq_shift, q in Q16.16; the variable shift

@@ -1,10 +1,12 @@
 /* P4Handoff constants shared by the data plane and the control plane.
  *
- * This file is the single source of truth: Python reads the `const`
- * declarations below through p4handoff/wire.py, so a value changed here
- * changes everywhere. Keep the form `const bit<N> NAME = VALUE;` (one per
- * line, decimal or 0x hex) for every constant the hosts or the controller
- * need. docs/wire-contract.md explains each one.
+ * This file (with size.p4, the table sizes) is the single source of truth:
+ * Python reads the `const` declarations below through p4handoff/wire.py, so
+ * a value changed here changes everywhere. Keep the form
+ * `const bit<N> NAME = EXPR;` on one line, EXPR made of decimal or 0x
+ * literals (optionally width-prefixed, 32w1), names declared above, + - *
+ * << >> and parentheses. docs/wire-contract.md explains each one;
+ * tests/test_wire_contract.py checks Python against the compiled program.
  */
 #ifndef P4HANDOFF_CONSTANTS_P4
 #define P4HANDOFF_CONSTANTS_P4
@@ -74,6 +76,16 @@ const bit<32> PORT_SLOTS = 512;
 const bit<8> AVG_FRAC_BITS = 16;
 const bit<8> PROB_BITS = 24;
 const bit<8> DECAY_FRAC_BITS = 12;
+/* 1.0 against a PROB_BITS random number, drawn from [0, PROB_ONE) */
+const bit<32> PROB_ONE = 32w1 << PROB_BITS;
+/* 1.0 in Q0.DECAY_FRAC_BITS */
+const bit<13> DECAY_ONE = 13w1 << DECAY_FRAC_BITS;
+/* the p_b level of an average that no red_pb entry covers (below min_th) */
+const bit<8> PB_LEVEL_NONE = 255;
+/* the red_count register saturates here */
+const bit<16> COUNT_MAX = 0xFFFF;
+/* telemetry.aqm_mode of a port without an aqm_port entry */
+const bit<8> TELEMETRY_AQM_MODE_NONE = 255;
 
 /* A dummy dequeued while data is queued on its port is recirculated to the
  * back of the dummy queue at most this many times, then dropped */
@@ -82,6 +94,10 @@ const bit<8> DUMMY_MAX_RECIRC = 250;
 /* Reason-indexed counters (malformed, fwd_dropped, punted) are indexed
  * port * REASON_STRIDE + reason */
 const bit<32> REASON_STRIDE = 16;
+
+/* Bytes of the packet_out header in front of the Ethernet header of a
+ * PacketOut's payload (headers.p4, packet_out_t) */
+const bit<32> PACKET_OUT_BYTES = 2;
 
 /* Malformed kinds (counter malformed) */
 const bit<8> MALFORMED_TRUNCATED = 1;
@@ -98,5 +114,7 @@ const bit<8> FWD_DROP_TABLE = 1;
 const bit<8> FWD_DROP_TTL = 2;
 const bit<8> FWD_DROP_UNSUPPORTED = 3;
 const bit<8> FWD_DROP_PACKET_OUT = 4;
+
+#include "size.p4"
 
 #endif

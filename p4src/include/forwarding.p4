@@ -24,7 +24,7 @@ control PortRole(inout local_meta_t meta) {
         key = { meta.ingress_port : exact @name("port"); }
         actions = { set_port_role; @defaultonly NoAction; }
         default_action = NoAction();
-        size = 512;
+        size = SIZE_PORT_ROLE;
     }
 
     apply { port_role.apply(); }
@@ -69,7 +69,7 @@ control Arp(inout headers_t hdr, inout local_meta_t meta) {
         key = { hdr.arp_ipv4.tpa : exact @name("target_addr"); }
         actions = { arp_reply; @defaultonly NoAction; }
         default_action = NoAction();
-        size = 256;
+        size = SIZE_ARP_GATEWAY;
     }
 
     apply {
@@ -103,7 +103,7 @@ control Ipv4Forwarding(inout headers_t hdr, inout local_meta_t meta) {
         key = { hdr.ipv4.dst : exact @name("dst_addr"); }
         actions = { decap; @defaultonly NoAction; }
         default_action = NoAction();
-        size = 64;
+        size = SIZE_TUNNEL_TERM;
     }
 
     @name(".deliver")
@@ -146,7 +146,7 @@ control Ipv4Forwarding(inout headers_t hdr, inout local_meta_t meta) {
         key = { meta.l3_dst : lpm @name("dst_addr"); }
         actions = { deliver; tunnel; fwd_punt; fwd_drop; }
         default_action = fwd_drop();
-        size = 4096;
+        size = SIZE_IPV4_FWD;
     }
 
     /* the outer header of a tunnel this switch starts */

@@ -1,7 +1,7 @@
 /* Header and metadata types of the base-station pipeline.
  *
- * Target independent: the v1model glue (v1model_glue.p4) and a future TNA
- * glue share these. Layouts of packet_in, packet_out and telemetry are part
+ * Target independent: the v1model glue (bs.p4) and the TNA glue
+ * (p4src/tna/) share these. Layouts of packet_in, packet_out and telemetry are part
  * of the wire contract (docs/wire-contract.md).
  */
 #ifndef P4HANDOFF_HEADERS_P4
@@ -35,7 +35,7 @@ header packet_out_t {
  * with reason PUNT_REASON_TELEMETRY (24 bytes, big-endian). */
 header telemetry_t {
     bit<16> port;
-    bit<8>  aqm_mode;      /* AQM_MODE_*, 255 = port has no AQM */
+    bit<8>  aqm_mode;      /* AQM_MODE_*, TELEMETRY_AQM_MODE_NONE = port has no AQM */
     bit<8>  _pad;
     bit<32> occ_np;        /* current occupancy, packets, per class */
     bit<32> occ_prio;

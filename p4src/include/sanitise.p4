@@ -24,7 +24,7 @@ control Sanitise(inout headers_t hdr, inout local_meta_t meta) {
         }
         actions = { trusted_peer; @defaultonly NoAction; }
         default_action = NoAction();
-        size = 256;
+        size = SIZE_IPF_PEER;
     }
 
     apply {

@@ -1,7 +1,7 @@
 /* v1model glue, part 1: the stateful externs (registers and counters) and
  * the actions that touch them. Everything target specific about state lives
- * here; a TNA port rewrites this file (RegisterAction, Counter, Random) and
- * keeps aqm.p4's decision logic.
+ * here; the TNA port (p4src/tna/) has its own state and AQM decision in
+ * egress instead (docs/tofino.md).
  *
  * Read-modify-write of a register shared by ingress and egress (occupancy,
  * empty_since) happens inside ONE action in an @atomic block: BMv2 holds
@@ -71,7 +71,7 @@ control V1AqmIngress(inout headers_t hdr, inout local_meta_t meta, inout standar
         empty_since.read(es_prio, base + (bit<32>)AQM_CLASS_PRIO);
         bit<48> idle = meta.now_us - ((meta.aqm_mode == AQM_MODE_MRED || es_np > es_prio) ? es_np : es_prio);
         meta.idle_us = idle > 48w0xFFFFFFFF ? 32w0xFFFFFFFF : idle[31:0];
-        random(meta.rnd, 32w0, (32w1 << 24) - 1);
+        random(meta.rnd, 32w0, PROB_ONE - 1);
     }
 
     /* avg and count are written back unconditionally: AqmDecide leaves them
@@ -110,7 +110,7 @@ control V1AqmIngress(inout headers_t hdr, inout local_meta_t meta, inout standar
     action fill_telemetry(bit<32> port, bit<32> base) {
         hdr.telemetry.setValid();
         hdr.telemetry.port = (bit<16>)port;
-        hdr.telemetry.aqm_mode = meta.aqm_on ? (bit<8>)meta.aqm_mode : 8w255;
+        hdr.telemetry.aqm_mode = meta.aqm_on ? (bit<8>)meta.aqm_mode : TELEMETRY_AQM_MODE_NONE;
         hdr.telemetry._pad = 0;
         @atomic {
             occupancy.read(hdr.telemetry.occ_np, base + (bit<32>)AQM_CLASS_NP);
