@@ -130,3 +130,23 @@ def test_report_shows_what_the_cell_admitted_by_class_and_dropped_by_cause(tmp_p
     flush, gradual = rows["handoff flush, IPF (M-RED)"], rows["new connection, RED"]
     assert int(flush.split(" | ")[4]) > 0      # the flush arrived marked priority
     assert int(gradual.split(" | ")[4]) == 0   # a new connection's packets are not
+
+
+def test_a_quantity_not_measured_has_no_spread() -> None:
+    """A lab loss rate is not observable per flow: the table says n/a, not "n/a ± 0.00"."""
+    from topo.report import _ours
+
+    class Repeated:                      # the two numbers _ours reads from a Results, over three repeats
+        repeats = 3
+
+        def __init__(self, mean: float) -> None:
+            self._mean = mean
+
+        def mean(self, point, variant, key) -> float:
+            return self._mean
+
+        def spread(self, point, variant, key) -> float:
+            return 0.0
+
+    assert _ours(Repeated(float("nan")), (), "DSBP", "k", "loss_rate") == "n/a"
+    assert _ours(Repeated(0.002), (), "DSBP", "k", "loss_rate") == "0.20 ± 0.00"

@@ -97,7 +97,7 @@ def settings(scn: Scenario) -> list[str]:
 def _ours(res: Results, point: tuple, variant: str, key: str, metric: str) -> str:
     m = res.mean(point, variant, key)
     text = fmt(metric, m)
-    if res.repeats > 1:
+    if res.repeats > 1 and text != "n/a":      # no spread of what was not measured ("n/a ± 0.00")
         text += f" ± {fmt(metric, res.spread(point, variant, key))}"
     return text
 
