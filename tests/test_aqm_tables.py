@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from controller.aqm_tables import (AQM_MODE_DROPTAIL, AQM_MODE_MRED, AQM_MODE_RED, AVG_ONE, DECAY_ONE, IDLE_MAX_US,
-                                   PROB_ONE, PortAqm, RedParams, decay_ranges, decay_scale, drop_fraction_fixed,
+from controller.aqm_tables import (AVG_ONE, IDLE_MAX_US, PortAqm, RedParams, decay_ranges, decay_scale, drop_fraction_fixed,
                                    drop_fraction_float, error_report, ewma_step, fixed_avg, level_for_avg,
                                    pa_thresholds, pb_level_ranges, port_entries)
+from p4handoff.wire import AQM_MODE_DROPTAIL, AQM_MODE_MRED, AQM_MODE_RED, DECAY_ONE, PROB_ONE
 
 PAPER = RedParams(min_th=80, max_th=160, max_p=0.02, wq_shift=9, mean_pkt_time_us=2048.0)
 P4INFO = Path(__file__).resolve().parents[1] / "build" / "bs.p4info.txtpb"

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from controller.aqm_tables import AQM_MODE_MRED, AQM_MODE_RED, PROB_ONE, PortAqm, RedParams, pa_thresholds, \
-    port_entries
+from controller.aqm_tables import PortAqm, RedParams, pa_thresholds, port_entries
 from controller.network import load_network
 from controller.p4runtime import P4Info, TableEntry
 from controller.p4runtime.entities import encode_table_entry
 from controller.port_counters import PORT_COUNTERS
 from controller.programmer import Programmer
+from p4handoff.wire import AQM_MODE_MRED, AQM_MODE_RED, PROB_ONE
 from controller.tofino import (TnaQueues, gap_ranges, lpf_error_report, lpf_time_constant_ns, port_entries_for,
                                scale_port)
 
