@@ -208,23 +208,26 @@ control Ipv4Forwarding(inout headers_t hdr, inout local_meta_t meta) {
                     hdr.ipv4.setInvalid();
                     hdr.ipv4_opts.setInvalid();
                 }
-                if (hdr.ipv4.isValid()) {
-                    dscp = hdr.ipv4.dscp;
-                    ecn = hdr.ipv4.ecn;
-                    total_len = hdr.ipv4.total_len;
-                } else if (hdr.inner.isValid()) {
-                    dscp = hdr.inner.dscp;
+                /* the header the new tunnel carries: inner if present (a
+                 * transit tunnel's, or after decapsulation), else ipv4; read
+                 * directly, not after the invalidation above (Tofino stages) */
+                if (hdr.inner.isValid()) {
                     ecn = hdr.inner.ecn;
                     total_len = hdr.inner.total_len;
+                } else {
+                    ecn = hdr.ipv4.ecn;
+                    total_len = hdr.ipv4.total_len;
                 }
-                if (meta.tunnel_mark == 1) {
+                if (meta.tunnel_mark == 1 || meta.ipf_priority) {
+                    /* the priority mark */
                     meta.ipf_priority = true;
-                }
-                if (meta.ipf_priority) {
-                    /* the priority mark, else the inner codepoint (already
-                     * sanitised: never the priority codepoint), so LE dummies
-                     * stay LE */
                     dscp = meta.ipf_dscp;
+                } else if (hdr.inner.isValid()) {
+                    /* else the inner codepoint (already sanitised: never the
+                     * priority codepoint), so LE dummies stay LE */
+                    dscp = hdr.inner.dscp;
+                } else {
+                    dscp = hdr.ipv4.dscp;
                 }
                 push_tunnel_header(dscp, ecn, total_len);
             }

@@ -32,12 +32,8 @@ control BsIngress(inout headers_t hdr, inout local_meta_t meta) {
      * Not re-initialising them saves 14 field writes per packet on BMv2. */
     apply {
         bool from_cpu = hdr.packet_out.isValid();
+        bool had_ipv4 = hdr.ipv4.isValid();   /* before decapsulation */
         bool use_table = false;
-        validate.apply(hdr, meta);
-        /* Validation does not gate the rest: the glue drops a malformed packet
-         * before it acts on any other decision, and nothing here has a side
-         * effect, so Tofino can run the length checks beside forwarding
-         * instead of in front of it. */
         ipf_config.apply(meta);
         if (from_cpu) {
             if (hdr.packet_out.mark_priority == 1) {
@@ -86,12 +82,19 @@ control BsIngress(inout headers_t hdr, inout local_meta_t meta) {
                 meta.drop_reason = FWD_DROP_PACKET_OUT;
             }
         }
-        if (!meta.drop && meta.punt_reason == 0) {
-            dsbp_classify.apply(hdr, meta);
-        }
-        if (!meta.drop && (meta.punt_reason == 0 || meta.punt_reason == PUNT_REASON_TELEMETRY)) {
-            aqm_config.apply(meta);
-        }
+        /* Classification and the egress port's AQM configuration matter
+         * only to packets that are forwarded (or probes: their port's
+         * configuration); the glue ignores them otherwise, so they do not
+         * wait for the drop and punt decisions (Tofino stages). */
+        dsbp_classify.apply(hdr, meta);
+        aqm_config.apply(meta);
+        /* Validation comes last and gates nothing: the glue drops a
+         * malformed packet before it acts on any other decision, and nothing
+         * above has a side effect. It reads only what forwarding leaves
+         * alone (lengths, the inner and transport headers) plus the outer
+         * header's validity as it arrived. On Tofino-1 a check in front
+         * would hold every later table back until its last stage. */
+        validate.apply(hdr, meta, had_ipv4);
     }
 }
 

@@ -27,7 +27,7 @@
 const bit<16> ETHERNET_HEADER_BYTES = 14;
 const bit<16> UDP_HEADER_BYTES = 8;
 
-control Validate(in headers_t hdr, inout local_meta_t meta) {
+control Validate(in headers_t hdr, inout local_meta_t meta, in bool had_ipv4) {
     /* Few fields, reused: on Tofino-1 every length below is operand of an
      * operation with every other (through the header lengths), and all such
      * fields must fit one group of 16 PHV containers. */
@@ -48,9 +48,9 @@ control Validate(in headers_t hdr, inout local_meta_t meta) {
 #define BS_WORDS_TO_BYTES(set) \
         5 : set(20); 6 : set(24); 7 : set(28); 8 : set(32); 9 : set(36); 10 : set(40); \
         11 : set(44); 12 : set(48); 13 : set(52); 14 : set(56); 15 : set(60);
-    action set_ihl_bytes(bit<16> bytes) { ihl_bytes = bytes; }
-    action set_inner_ihl_bytes(bit<16> bytes) { inner_ihl_bytes = bytes; }
-    action set_tcp_bytes(bit<16> bytes) { tcp_bytes = bytes; }
+    @hidden action set_ihl_bytes(bit<16> bytes) { ihl_bytes = bytes; }
+    @hidden action set_inner_ihl_bytes(bit<16> bytes) { inner_ihl_bytes = bytes; }
+    @hidden action set_tcp_bytes(bit<16> bytes) { tcp_bytes = bytes; }
     @hidden table step_ihl_bytes {
         key = { hdr.ipv4.ihl : exact; }
         actions = { set_ihl_bytes; @defaultonly NoAction; }
@@ -70,7 +70,7 @@ control Validate(in headers_t hdr, inout local_meta_t meta) {
         const default_action = NoAction();
     }
 
-    action payload_bytes() {
+    @hidden action payload_bytes() {
         x = ihl_bytes |-| hdr.ipv4.total_len;
         l4_len = hdr.ipv4.total_len - ihl_bytes;
         y = inner_ihl_bytes |-| hdr.inner.total_len;
@@ -83,7 +83,7 @@ control Validate(in headers_t hdr, inout local_meta_t meta) {
 
     /* l4_len becomes the innermost payload once the inner header's fit in
      * the outer payload is known (z reads the old value) */
-    action inner_payload() {
+    @hidden action inner_payload() {
         z = hdr.inner.total_len |-| l4_len;
         l4_len = inner_l4_len;
     }
@@ -92,7 +92,7 @@ control Validate(in headers_t hdr, inout local_meta_t meta) {
         const default_action = inner_payload();
     }
 
-    action transport_overruns() {
+    @hidden action transport_overruns() {
         x = tcp_bytes |-| l4_len;
         y = hdr.udp.length |-| l4_len;
         z = UDP_HEADER_BYTES |-| hdr.udp.length;
@@ -102,8 +102,10 @@ control Validate(in headers_t hdr, inout local_meta_t meta) {
         const default_action = transport_overruns();
     }
 
+    /* had_ipv4: the outer IPv4 header was parsed (forwarding may have
+     * invalidated it since; its fields are still those parsed) */
     apply {
-        if (hdr.ipv4.isValid()) {
+        if (had_ipv4) {
             step_ihl_bytes.apply();
             if (hdr.inner.isValid()) {
                 step_inner_ihl_bytes.apply();

@@ -88,8 +88,13 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
         hdr.bridged.max_th = meta.bs.max_th;
     }
 
+    /* The packet's fate (drop, punt, forward) is decided without waiting
+     * for the length checks: a malformed packet is dropped at the end
+     * whatever was decided, and only the counters wait for the verdict.
+     * On BMv2 (bs.p4) nothing runs for a malformed packet; the outcome,
+     * packets out and counters, is the same. */
     apply {
-        bit<8> kind = meta.bs.malformed_kind;
+        bit<8> kind = meta.bs.malformed_kind;   /* the parser's */
         meta.bs.ingress_port = ig_intr_md.ingress_port;
         hdr.bridged.setValid();
         if (kind == 0) {
@@ -99,10 +104,43 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
                 kind = MALFORMED_OTHER;
             } else if (meta.ipv4_csum_err || meta.inner_csum_err) {
                 kind = MALFORMED_CHECKSUM;
-            } else {
-                bs_ingress.apply(hdr.bs, meta.bs);
-                kind = meta.bs.malformed_kind;
             }
+        }
+        bs_ingress.apply(hdr.bs, meta.bs);
+
+        if (meta.bs.drop) {
+            ig_dprsr_md.drop_ctl = 1;
+        } else if (meta.bs.punt_reason != 0) {
+            if (meta.bs.punt_reason != PUNT_REASON_TELEMETRY) {
+                to_cpu(0);
+            } else {
+                to_cpu(1);
+                if (meta.bs.aqm_on) {
+                    probe((bit<8>)meta.bs.aqm_mode);
+                } else {
+                    probe(TELEMETRY_NO_AQM);
+                }
+            }
+        } else {
+            /* the class's queue: dummies lowest, never averaged; M-RED's
+             * priority data apart, neither averaged nor dropped early;
+             * all other data averaged, dropped early under RED / M-RED */
+            if (meta.bs.cls == AQM_CLASS_DUMMY) {
+                forward(QID_DUMMY, 0, 0);
+            } else if (meta.bs.aqm_mode == AQM_MODE_MRED && meta.bs.cls == AQM_CLASS_PRIO) {
+                forward(QID_PRIO, 0, 0);
+            } else if (meta.bs.aqm_mode == AQM_MODE_RED || meta.bs.aqm_mode == AQM_MODE_MRED) {
+                forward(QID_DATA, 1, 1);
+            } else {
+                forward(QID_DATA, 1, 0);
+            }
+            if (meta.bs.aqm_on) {
+                hdr.bridged.aqm_on = 1;
+            }
+        }
+
+        if (kind == 0) {
+            kind = meta.bs.malformed_kind;
         }
         if (kind != 0) {
             malformed.count(ig_intr_md.ingress_port ++ kind[3:0]);
@@ -113,38 +151,10 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
             }
             if (meta.bs.drop) {
                 fwd_dropped.count(ig_intr_md.ingress_port ++ meta.bs.drop_reason[3:0]);
-                ig_dprsr_md.drop_ctl = 1;
             } else if (meta.bs.punt_reason != 0) {
-                /* apart from to_cpu: a counter index computed by the hash
-                 * unit and action data do not mix in one action (Tofino) */
                 punted.count(ig_intr_md.ingress_port ++ meta.bs.punt_reason[3:0]);
-                if (meta.bs.punt_reason != PUNT_REASON_TELEMETRY) {
-                    to_cpu(0);
-                } else {
-                    to_cpu(1);
-                    if (meta.bs.aqm_on) {
-                        probe((bit<8>)meta.bs.aqm_mode);
-                    } else {
-                        probe(TELEMETRY_NO_AQM);
-                    }
-                }
-            } else {
-                /* the class's queue: dummies lowest, never averaged; M-RED's
-                 * priority data apart, neither averaged nor dropped early;
-                 * all other data averaged, dropped early under RED / M-RED */
-                if (meta.bs.cls == AQM_CLASS_DUMMY) {
-                    forward(QID_DUMMY, 0, 0);
-                } else if (meta.bs.aqm_mode == AQM_MODE_MRED && meta.bs.cls == AQM_CLASS_PRIO) {
-                    forward(QID_PRIO, 0, 0);
-                } else if (meta.bs.aqm_mode == AQM_MODE_RED || meta.bs.aqm_mode == AQM_MODE_MRED) {
-                    forward(QID_DATA, 1, 1);
-                } else {
-                    forward(QID_DATA, 1, 0);
-                }
-                if (meta.bs.aqm_on) {
-                    hdr.bridged.aqm_on = 1;
-                    aqm_enqueued.count(meta.bs.egress_port ++ meta.bs.cls);
-                }
+            } else if (meta.bs.aqm_on) {
+                aqm_enqueued.count(meta.bs.egress_port ++ meta.bs.cls);
             }
         }
     }
