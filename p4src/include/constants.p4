@@ -74,6 +74,10 @@ const bit<32> PORT_SLOTS = 512;
 const bit<8> AVG_FRAC_BITS = 16;
 const bit<8> PROB_BITS = 24;
 const bit<8> DECAY_FRAC_BITS = 12;
+/* TNA (p4src/tna): the random number p_a is compared with has TNA_PROB_BITS
+ * bits (bf-p4c range keys are at most 16 bits wide), and red_pb matches the
+ * integer part of the Q16.16 average (whole cells) */
+const bit<8> TNA_PROB_BITS = 16;
 
 /* A dummy dequeued while data is queued on its port is recirculated to the
  * back of the dummy queue at most this many times, then dropped */

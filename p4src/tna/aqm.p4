@@ -36,7 +36,7 @@ control TnaAqmEgress(inout tna_headers_t hdr, inout tna_egress_meta_t meta,
     @name(".priority_admitted")
     Counter<bit<64>, bit<9>>(PORT_SLOTS, CounterType_t.PACKETS_AND_BYTES) priority_admitted;
 
-    Random<bit<16>>() random;
+    Random<bit<16>>() random;      /* TNA_PROB_BITS (include/constants.p4) */
     Lpf<bit<32>, bit<32>>(PORT_SLOTS) avg_lpf;
 
     /* last seen depth per queue id, cells */
@@ -136,7 +136,7 @@ control TnaAqmEgress(inout tna_headers_t hdr, inout tna_egress_meta_t meta,
         }
         actions = { set_min_count; @defaultonly gap_certain; }
         default_action = gap_certain();
-        size = 4096;
+        size = 8192;   /* the paper's parameters need 5 031 entries (controller/tofino.py) */
     }
 
     /* Each step below is one action: Tofino runs an action's operations in
