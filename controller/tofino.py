@@ -29,13 +29,12 @@ from typing import Iterable
 
 from controller.aqm_tables import (AVG_ONE, PROB_BITS, PROB_ONE, PortAqm, RedParams, ewma_step, pa_thresholds,
                                    pb_level_ranges, port_entries)
-from p4handoff.wire import load_constants
+from p4handoff.wire import TNA_PROB_BITS
 from controller.p4runtime import TableEntry
 
 TARGETS = ("v1model", "tna")
 CELL_BYTES = 80                      # Tofino traffic-manager cell
 T_RED_PB, T_RED_PA, T_RED_PA_GAP, T_AQM_IDLE = "red_pb", "red_pa", "red_pa_gap", "aqm_idle"
-TNA_PROB_BITS: int = load_constants()["TNA_PROB_BITS"]
 TNA_PROB_ONE = 1 << TNA_PROB_BITS
 
 
