@@ -8,10 +8,13 @@ AQM entries into the TNA form:
 * queue thresholds: the traffic manager reports depth in 80-byte cells, so
   `qlimit`, `dummy_th`, `min_th`, `max_th` and the `red_pb` average ranges
   are scaled by `cells_per_packet`;
+* `red_pb` matches the integer part of the average (whole cells, 16 bits:
+  bf-p4c range keys are at most 16 bits wide);
 * `red_pa` (profile, level, count) -> threshold becomes `red_pa_gap`
   (profile, level, random-number range) -> the least count that drops: a
   stateful ALU cannot look a table up between reading and writing the count,
-  but it can compare the count with a value looked up before (same law);
+  but it can compare the count with a value looked up before (same law), on
+  a TNA_PROB_BITS-bit random number (thresholds rounded: `tna_thresholds`);
 * `aqm_idle` has no TNA counterpart: the Lpf average decays with time.
 
 `lpf_time_constant_ns` gives the Lpf time constant (set outside P4Runtime's
@@ -24,13 +27,15 @@ import math
 from dataclasses import dataclass, replace
 from typing import Iterable
 
-from controller.aqm_tables import (AVG_ONE, PROB_ONE, PortAqm, RedParams, ewma_step, pa_thresholds,
+from controller.aqm_tables import (AVG_ONE, PROB_BITS, PROB_ONE, PortAqm, RedParams, ewma_step, pa_thresholds,
                                    pb_level_ranges, port_entries)
+from p4handoff.wire import TNA_PROB_BITS
 from controller.p4runtime import TableEntry
 
 TARGETS = ("v1model", "tna")
 CELL_BYTES = 80                      # Tofino traffic-manager cell
-T_RED_PA, T_RED_PA_GAP, T_AQM_IDLE = "red_pa", "red_pa_gap", "aqm_idle"
+T_RED_PB, T_RED_PA, T_RED_PA_GAP, T_AQM_IDLE = "red_pb", "red_pa", "red_pa_gap", "aqm_idle"
+TNA_PROB_ONE = 1 << TNA_PROB_BITS
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,45 @@ def scale_port(cfg: PortAqm, queues: TnaQueues) -> PortAqm:
     return replace(cfg, qlimit=cfg.qlimit * c, dummy_th=cfg.dummy_th * c, red=red)
 
 
-def gap_ranges(thresholds: list[int]) -> list[tuple[int, int, int]]:
+def tna_thresholds(thresholds: list[int]) -> list[int]:
+    """v1model's PROB_BITS thresholds at TNA_PROB_BITS: p_a rounded to the nearest 2^-TNA_PROB_BITS."""
+    shift = PROB_BITS - TNA_PROB_BITS
+    return [(t + (1 << (shift - 1))) >> shift for t in thresholds]
+
+
+def pa_quantisation_error(red: RedParams) -> dict[str, float]:
+    """What the TNA_PROB_BITS random number costs: the largest |p_a(TNA) - p_a(v1model)|, absolute and
+    relative to p_a, over every (level, count) of `red`."""
+    worst_abs = worst_rel = 0.0
+    for _, _, _, p_b in pb_level_ranges(red):
+        v1 = pa_thresholds(p_b)
+        for t, t16 in zip(v1, tna_thresholds(v1)):
+            diff = abs(t16 / TNA_PROB_ONE - t / PROB_ONE)
+            worst_abs = max(worst_abs, diff)
+            if t:
+                worst_rel = max(worst_rel, diff / (t / PROB_ONE))
+    return {"pa_abs_error_max": worst_abs, "pa_rel_error_max": worst_rel}
+
+
+def cell_ranges(ranges: list[tuple[int, int, int, float]]) -> list[tuple[int, int, int]]:
+    """Q16.16 `red_pb` ranges -> (low, high, level) on whole cells: cell k takes the level of k.0; levels
+    narrower than a cell vanish. TNA matches the integer part of the average."""
+    out = []
+    for low, high, level, _ in ranges:
+        lo_c, hi_c = -(-low // AVG_ONE), (high + 1 + AVG_ONE - 1) // AVG_ONE - 1
+        if lo_c <= hi_c:
+            out.append((lo_c, hi_c, level))
+    return out
+
+
+def red_pb_entries(profile: int, red: RedParams) -> list[TableEntry]:
+    """Every TNA `red_pb` entry of one profile (whole cells)."""
+    return [TableEntry(T_RED_PB, {"profile": profile, "avg": (low, high)}, "set_pb_level", {"level": level},
+                       priority=1)
+            for low, high, level in cell_ranges(pb_level_ranges(red))]
+
+
+def gap_ranges(thresholds: list[int], one: int = PROB_ONE) -> list[tuple[int, int, int]]:
     """(low, high, c*) random-number ranges: c* is the least count whose threshold exceeds the number.
 
     v1model drops when rnd < thresholds[count] (count beyond the list: always);
@@ -64,7 +107,7 @@ def gap_ranges(thresholds: list[int]) -> list[tuple[int, int, int]]:
         if threshold > low:
             ranges.append((low, threshold - 1, count))
             low = threshold
-    ranges.append((low, PROB_ONE - 1, len(thresholds)))
+    ranges.append((low, one - 1, len(thresholds)))
     return ranges
 
 
@@ -73,7 +116,7 @@ def red_pa_gap_entries(profile: int, red: RedParams) -> list[TableEntry]:
     return [TableEntry(T_RED_PA_GAP, {"profile": profile, "level": level, "rnd": (low, high)}, "set_min_count",
                        {"count": count}, priority=1)
             for _, _, level, p_b in pb_level_ranges(red)
-            for low, high, count in gap_ranges(pa_thresholds(p_b))]
+            for low, high, count in gap_ranges(tna_thresholds(pa_thresholds(p_b)), TNA_PROB_ONE)]
 
 
 def port_entries_for(target: str, cfg: PortAqm, queues: TnaQueues = TnaQueues()) -> list[TableEntry]:
@@ -83,9 +126,9 @@ def port_entries_for(target: str, cfg: PortAqm, queues: TnaQueues = TnaQueues())
     if target == "v1model":
         return port_entries(cfg)
     scaled = scale_port(cfg, queues)
-    entries = [e for e in port_entries(scaled) if e.table not in (T_RED_PA, T_AQM_IDLE)]
+    entries = [e for e in port_entries(scaled) if e.table not in (T_RED_PB, T_RED_PA, T_AQM_IDLE)]
     if scaled.red is not None:
-        entries += red_pa_gap_entries(scaled.profile, scaled.red)
+        entries += red_pb_entries(scaled.profile, scaled.red) + red_pa_gap_entries(scaled.profile, scaled.red)
     return entries
 
 
@@ -145,6 +188,8 @@ def _main() -> None:
         for key, value in lpf_error_report(red).items():
             print(f"  {key}: {value:.6g}")
         print(f"  red_pa_gap_entries: {len(red_pa_gap_entries(0, red))}")
+        for key, value in pa_quantisation_error(red).items():
+            print(f"  {key}: {value:.6g}")
 
 
 if __name__ == "__main__":

@@ -8,16 +8,16 @@
 #include "headers.p4"
 
 control DsbpClassify(in headers_t hdr, inout local_meta_t meta) {
+    /* One decision on the headers as they are (innermost IPv4 header: inner
+     * if present), no intermediate value: one Tofino stage. A tunnel this
+     * switch starts with the mark (tunnel_mark) is a priority packet, as
+     * Ipv4Forwarding records in ipf_priority. */
     apply {
-        bit<6> dscp = 0;  /* of the innermost IPv4 header */
-        if (hdr.inner.isValid()) {
-            dscp = hdr.inner.dscp;
-        } else if (hdr.ipv4.isValid()) {
-            dscp = hdr.ipv4.dscp;
-        }
-        if (hdr.tcp.isValid() && hdr.tcp.dummy == 1 && dscp == DSCP_LE) {
+        if (hdr.tcp.isValid() && hdr.tcp.dummy == 1
+                && ((hdr.inner.isValid() && hdr.inner.dscp == DSCP_LE)
+                    || (!hdr.inner.isValid() && hdr.ipv4.isValid() && hdr.ipv4.dscp == DSCP_LE))) {
             meta.cls = AQM_CLASS_DUMMY;
-        } else if (meta.ipf_priority) {
+        } else if (meta.ipf_priority || meta.tunnel_mark == 1) {
             meta.cls = AQM_CLASS_PRIO;
         } else {
             meta.cls = AQM_CLASS_NP;

@@ -128,11 +128,12 @@ control Ipv4Forwarding(inout headers_t hdr, inout local_meta_t meta) {
 
     /* to the controller with a reason it chooses (PUNT_REASON_BUFFER:
      * divert a mobile host's packets to its buffer; PUNT_REASON_NO_ROUTE).
-     * Reason 0 means "not punted" inside the pipeline, so it becomes
-     * PUNT_REASON_NO_ROUTE rather than sending the packet to port 0. */
+     * Reason 0 means "not punted" inside the pipeline, so the apply block
+     * turns it into PUNT_REASON_NO_ROUTE rather than sending the packet to
+     * port 0 (a condition inside an action is beyond Tofino's action ALUs). */
     @name(".fwd_punt")
     action fwd_punt(bit<8> reason) {
-        meta.punt_reason = reason == 0 ? PUNT_REASON_NO_ROUTE : reason;
+        meta.punt_reason = reason;
     }
 
     @name(".fwd_drop")
@@ -149,17 +150,13 @@ control Ipv4Forwarding(inout headers_t hdr, inout local_meta_t meta) {
         size = SIZE_IPV4_FWD;
     }
 
-    /* the outer header of a tunnel this switch starts */
+    /* the outer header of a tunnel this switch starts; dscp is chosen by
+     * the caller (no conditions inside actions: Tofino) */
     action push_tunnel_header(bit<6> dscp, bit<2> ecn, bit<16> total_len) {
-        if (meta.tunnel_mark == 1) {
-            meta.ipf_priority = true;
-        }
         hdr.encap.setValid();
         hdr.encap.version = 4;
         hdr.encap.ihl = 5;
-        /* the priority mark, else the inner codepoint (already sanitised:
-         * never the priority codepoint), so LE dummies stay LE */
-        hdr.encap.dscp = meta.ipf_priority ? meta.ipf_dscp : dscp;
+        hdr.encap.dscp = dscp;
         hdr.encap.ecn = ecn;
         hdr.encap.total_len = total_len + IPV4_HEADER_BYTES;
         hdr.encap.identification = 0;
@@ -189,7 +186,13 @@ control Ipv4Forwarding(inout headers_t hdr, inout local_meta_t meta) {
             meta.l3_dst = hdr.inner.dst;
             ttl = hdr.inner.ttl;
         }
-        ipv4_fwd.apply();
+        switch (ipv4_fwd.apply().action_run) {
+            fwd_punt: {
+                if (meta.punt_reason == 0) {
+                    meta.punt_reason = PUNT_REASON_NO_ROUTE;
+                }
+            }
+        }
         if (routed && ttl <= 1) {
             meta.drop = true;
             meta.drop_reason = FWD_DROP_TTL;
@@ -205,14 +208,26 @@ control Ipv4Forwarding(inout headers_t hdr, inout local_meta_t meta) {
                     hdr.ipv4.setInvalid();
                     hdr.ipv4_opts.setInvalid();
                 }
-                if (hdr.ipv4.isValid()) {
-                    dscp = hdr.ipv4.dscp;
-                    ecn = hdr.ipv4.ecn;
-                    total_len = hdr.ipv4.total_len;
-                } else if (hdr.inner.isValid()) {
-                    dscp = hdr.inner.dscp;
+                /* the header the new tunnel carries: inner if present (a
+                 * transit tunnel's, or after decapsulation), else ipv4; read
+                 * directly, not after the invalidation above (Tofino stages) */
+                if (hdr.inner.isValid()) {
                     ecn = hdr.inner.ecn;
                     total_len = hdr.inner.total_len;
+                } else {
+                    ecn = hdr.ipv4.ecn;
+                    total_len = hdr.ipv4.total_len;
+                }
+                if (meta.tunnel_mark == 1 || meta.ipf_priority) {
+                    /* the priority mark */
+                    meta.ipf_priority = true;
+                    dscp = meta.ipf_dscp;
+                } else if (hdr.inner.isValid()) {
+                    /* else the inner codepoint (already sanitised: never the
+                     * priority codepoint), so LE dummies stay LE */
+                    dscp = hdr.inner.dscp;
+                } else {
+                    dscp = hdr.ipv4.dscp;
                 }
                 push_tunnel_header(dscp, ecn, total_len);
             }

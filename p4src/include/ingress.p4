@@ -32,58 +32,69 @@ control BsIngress(inout headers_t hdr, inout local_meta_t meta) {
      * Not re-initialising them saves 14 field writes per packet on BMv2. */
     apply {
         bool from_cpu = hdr.packet_out.isValid();
+        bool had_ipv4 = hdr.ipv4.isValid();   /* before decapsulation */
         bool use_table = false;
-        validate.apply(hdr, meta);
-        if (meta.malformed_kind == 0) {
-            ipf_config.apply(meta);
-            if (from_cpu) {
-                meta.ipf_priority = hdr.packet_out.mark_priority == 1;
-                meta.egress_port = hdr.packet_out.egress_port;
-                if (hdr.packet_out.telemetry == 1) {
-                    /* a probe: nothing is forwarded, the glue answers with the
-                     * state of the port it names */
-                    meta.punt_reason = PUNT_REASON_TELEMETRY;
-                } else if (hdr.packet_out.lookup == 1) {
-                    use_table = true;
-                } else if (meta.ipf_priority && hdr.ipv4.isValid()) {
-                    /* a frame the controller built (a tunnel packet for a
-                     * flush): the mark goes on its outermost IPv4 header */
-                    hdr.ipv4.dscp = meta.ipf_dscp;
-                }
-                hdr.packet_out.setInvalid();
+        ipf_config.apply(meta);
+        if (from_cpu) {
+            if (hdr.packet_out.mark_priority == 1) {
+                meta.ipf_priority = true;
+            }
+            meta.egress_port = hdr.packet_out.egress_port;
+            if (hdr.packet_out.telemetry == 1) {
+                /* a probe: nothing is forwarded, the glue answers with the
+                 * state of the port it names */
+                meta.punt_reason = PUNT_REASON_TELEMETRY;
+            } else if (hdr.packet_out.lookup == 1) {
+                use_table = true;
+            } else if (meta.ipf_priority && hdr.ipv4.isValid()) {
+                /* a frame the controller built (a tunnel packet for a
+                 * flush): the mark goes on its outermost IPv4 header */
+                hdr.ipv4.dscp = meta.ipf_dscp;
+            }
+            hdr.packet_out.setInvalid();
+        } else {
+            port_role.apply(meta);
+            sanitise.apply(hdr, meta);
+            if (meta.port_role == PORT_ROLE_ACCESS && hdr.udp.isValid() && !hdr.inner.isValid()
+                    && hdr.udp.dst_port == UDP_PORT_MIP_REGISTRATION) {
+                meta.punt_reason = PUNT_REASON_REGISTRATION;
             } else {
-                port_role.apply(meta);
-                sanitise.apply(hdr, meta);
-                if (meta.port_role == PORT_ROLE_ACCESS && hdr.udp.isValid() && !hdr.inner.isValid()
-                        && hdr.udp.dst_port == UDP_PORT_MIP_REGISTRATION) {
-                    meta.punt_reason = PUNT_REASON_REGISTRATION;
-                } else {
-                    use_table = true;
-                }
-            }
-            if (use_table) {
-                if (hdr.ipv4.isValid()) {
-                    ipv4_forwarding.apply(hdr, meta);
-                } else if (!from_cpu && hdr.arp.isValid()) {
-                    arp.apply(hdr, meta);
-                } else {
-                    meta.drop = true;
-                    meta.drop_reason = from_cpu ? FWD_DROP_PACKET_OUT : FWD_DROP_UNSUPPORTED;
-                }
-                if (from_cpu && meta.punt_reason != 0) {
-                    /* never loop a controller packet back to the controller */
-                    meta.punt_reason = 0;
-                    meta.drop = true;
-                    meta.drop_reason = FWD_DROP_PACKET_OUT;
-                }
-            }
-            if (!meta.drop && meta.punt_reason == 0) {
-                dsbp_classify.apply(hdr, meta);
-            }
-            if (!meta.drop && (meta.punt_reason == 0 || meta.punt_reason == PUNT_REASON_TELEMETRY)) {
-                aqm_config.apply(meta);
+                use_table = true;
             }
         }
+        if (use_table) {
+            if (hdr.ipv4.isValid()) {
+                ipv4_forwarding.apply(hdr, meta);
+            } else if (!from_cpu && hdr.arp.isValid()) {
+                arp.apply(hdr, meta);
+            } else {
+                meta.drop = true;
+                if (from_cpu) {
+                    meta.drop_reason = FWD_DROP_PACKET_OUT;
+                } else {
+                    meta.drop_reason = FWD_DROP_UNSUPPORTED;
+                }
+            }
+            if (from_cpu && meta.punt_reason != 0) {
+                /* never loop a controller packet back to the controller */
+                meta.punt_reason = 0;
+                meta.drop = true;
+                meta.drop_reason = FWD_DROP_PACKET_OUT;
+            }
+        }
+        /* Classification and the egress port's AQM configuration matter
+         * only to packets that are forwarded (or probes: their port's
+         * configuration); the glue ignores them otherwise, so they do not
+         * wait for the drop and punt decisions (Tofino stages). */
+        dsbp_classify.apply(hdr, meta);
+        aqm_config.apply(meta);
+        /* Validation comes last and gates nothing: the glue drops a
+         * malformed packet before it acts on any other decision, and nothing
+         * above has a side effect. It reads only what forwarding leaves
+         * alone (lengths, the inner and transport headers) plus the outer
+         * header's validity as it arrived. On Tofino-1 a check in front
+         * would hold every later table back until its last stage. */
+        validate.apply(hdr, meta, had_ipv4);
     }
 }
 

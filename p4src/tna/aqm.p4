@@ -36,7 +36,7 @@ control TnaAqmEgress(inout tna_headers_t hdr, inout tna_egress_meta_t meta,
     @name(".priority_admitted")
     Counter<bit<64>, bit<9>>(PORT_SLOTS, CounterType_t.PACKETS_AND_BYTES) priority_admitted;
 
-    Random<bit<24>>() random;
+    Random<bit<16>>() random;      /* TNA_PROB_BITS (include/constants.p4) */
     Lpf<bit<32>, bit<32>>(PORT_SLOTS) avg_lpf;
 
     /* last seen depth per queue id, cells */
@@ -47,44 +47,55 @@ control TnaAqmEgress(inout tna_headers_t hdr, inout tna_egress_meta_t meta,
      * arrivals and for telemetry */
     Register<bit<32>, bit<32>>(PORT_SLOTS, 0) avg_occupancy;
     /* Floyd-Jacobson count + 1 (0 means count = -1), as on v1model */
-    Register<bit<16>, bit<32>>(PORT_SLOTS, 0) red_count;
+    Register<bit<32>, bit<32>>(PORT_SLOTS, 0) red_count;
 
-    RegisterAction<bit<32>, bit<32>, bit<32>>(depth_data) data_write = {
-        void apply(inout bit<32> v) { v = meta.q; } };
-    RegisterAction<bit<32>, bit<32>, bit<32>>(depth_data) data_read = {
-        void apply(inout bit<32> v, out bit<32> rv) { rv = v; } };
-    RegisterAction<bit<32>, bit<32>, bit<32>>(depth_prio) prio_write = {
-        void apply(inout bit<32> v) { v = meta.q; } };
-    RegisterAction<bit<32>, bit<32>, bit<32>>(depth_prio) prio_read = {
-        void apply(inout bit<32> v, out bit<32> rv) { rv = v; } };
-    RegisterAction<bit<32>, bit<32>, bit<32>>(depth_dummy) dummy_write = {
-        void apply(inout bit<32> v) { v = meta.q; } };
-    RegisterAction<bit<32>, bit<32>, bit<32>>(depth_dummy) dummy_read = {
-        void apply(inout bit<32> v, out bit<32> rv) { rv = v; } };
-    RegisterAction<bit<32>, bit<32>, bit<32>>(avg_occupancy) avg_write = {
-        void apply(inout bit<32> v) { v = meta.avg_new; } };
-    RegisterAction<bit<32>, bit<32>, bit<32>>(avg_occupancy) avg_read = {
-        void apply(inout bit<32> v, out bit<32> rv) { rv = v; } };
+    /* One RegisterAction per register and packet kind: Tofino places every
+     * action of a register in the register's stage, and mutually exclusive
+     * branches with one action each do not all fit there. A depth register
+     * takes the packet's depth if it is its queue and returns its value
+     * (a probe, queue TELEMETRY_QUEUE, only reads). */
+    RegisterAction<bit<32>, bit<32>, bit<32>>(depth_data) data_depth = {
+        void apply(inout bit<32> v, out bit<32> rv) {
+            if (hdr.bridged.queue == QID_DATA[1:0]) { v = meta.q; }
+            rv = v;
+        } };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(depth_prio) prio_depth = {
+        void apply(inout bit<32> v, out bit<32> rv) {
+            if (hdr.bridged.queue == QID_PRIO[1:0]) { v = meta.q; }
+            rv = v;
+        } };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(depth_dummy) dummy_depth = {
+        void apply(inout bit<32> v, out bit<32> rv) {
+            if (hdr.bridged.queue == QID_DUMMY[1:0]) { v = meta.q; }
+            rv = v;
+        } };
+    /* the Lpf's new average when the packet feeds it, else the last one */
+    RegisterAction<bit<32>, bit<32>, bit<32>>(avg_occupancy) avg_state = {
+        void apply(inout bit<32> v, out bit<32> rv) {
+            if (hdr.bridged.avg_update == 1) { v = meta.avg_lpf; }
+            rv = v;
+        } };
 
-    /* below min_th: count = -1 */
-    RegisterAction<bit<16>, bit<32>, bit<1>>(red_count) count_reset = {
-        void apply(inout bit<16> v, out bit<1> drop) { v = 0; drop = 0; } };
-    /* at or above max_th: forced drop, count = 0 */
-    RegisterAction<bit<16>, bit<32>, bit<1>>(red_count) count_force = {
-        void apply(inout bit<16> v, out bit<1> drop) { v = 1; drop = 1; } };
-    /* in between: drop iff rnd < p_a(count), i.e. count >= c*(rnd) */
-    RegisterAction<bit<16>, bit<32>, bit<1>>(red_count) count_early = {
-        void apply(inout bit<16> v, out bit<1> drop) {
-            if (v >= meta.min_count) {
-                v = 1;
+    /* below min_th (restart = 0): count = -1; otherwise drop iff
+     * rnd < p_a(count), i.e. count >= c*(rnd), with c* = 0 at or above
+     * max_th (forced drop), and count = 0 after a drop (restart = 1).
+     * Two ways of writing the count, not three: the stateful ALU has two
+     * units per word. */
+    RegisterAction<bit<32>, bit<32>, bit<1>>(red_count) count_update = {
+        void apply(inout bit<32> v, out bit<1> drop) {
+            if (meta.restart != 0 && v >= meta.min_count) {
                 drop = 1;
             } else {
-                v = v + 1;
                 drop = 0;
             }
+            if (meta.restart == 0 || v >= meta.min_count) {
+                v = meta.restart;
+            } else {
+                v = v + 1;
+            }
         } };
-    RegisterAction<bit<16>, bit<32>, bit<16>>(red_count) count_read = {
-        void apply(inout bit<16> v, out bit<16> rv) { rv = v; } };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(red_count) count_read = {
+        void apply(inout bit<32> v, out bit<32> rv) { rv = v; } };
 
     @name(".set_pb_level")
     action set_pb_level(bit<8> level) {
@@ -96,7 +107,7 @@ control TnaAqmEgress(inout tna_headers_t hdr, inout tna_egress_meta_t meta,
     table red_pb {
         key = {
             hdr.bridged.aqm_profile : exact @name("profile");
-            meta.avg_new            : range @name("avg");
+            meta.avg_new[31:16]     : range @name("avg");
         }
         actions = { set_pb_level; @defaultonly NoAction; }
         default_action = NoAction();
@@ -105,10 +116,10 @@ control TnaAqmEgress(inout tna_headers_t hdr, inout tna_egress_meta_t meta,
 
     @name(".set_min_count")
     action set_min_count(bit<16> count) {
-        meta.min_count = count;
+        meta.min_count = (bit<32>)count;
     }
 
-    /* a miss means p_a >= 1 at any count: drop for sure */
+    /* a miss means p_a >= 1 at any count: drop for sure (c* = 0) */
     @name(".gap_certain")
     action gap_certain() {
         meta.min_count = 0;
@@ -125,73 +136,115 @@ control TnaAqmEgress(inout tna_headers_t hdr, inout tna_egress_meta_t meta,
         }
         actions = { set_min_count; @defaultonly gap_certain; }
         default_action = gap_certain();
-        size = 4096;
+        size = 8192;   /* the paper's parameters need 5 031 entries (controller/tofino.py) */
+    }
+
+    /* Each step below is one action: Tofino runs an action's operations in
+     * parallel (none may read what another writes), conditions compare a
+     * field with a constant, so "x >= y" is the saturating difference
+     * y |-| x == 0, computed one step earlier. Steps whose inputs bf-p4c
+     * would otherwise copy into the next condition are keyless @hidden
+     * tables (as in include/validate.p4). */
+    action own_depth(bit<32> q, bit<32> q_fp) {
+        meta.q = q;
+        meta.q_fp = q_fp;
+        meta.restart = 1;
+    }
+
+    action occupancy_data() {
+        meta.occ_data = meta.depth_data + meta.depth_prio;
+    }
+    @hidden table step_occupancy_data {
+        actions = { occupancy_data; }
+        const default_action = occupancy_data();
+    }
+
+    /* a dummy's view: data + its own queue */
+    action occupancy_total() {
+        meta.occ_total = meta.occ_data + meta.depth_dummy;
+    }
+    @hidden table step_occupancy_total {
+        actions = { occupancy_total; }
+        const default_action = occupancy_total();
+    }
+
+    action thresholds() {
+        meta.below_min = hdr.bridged.min_th |-| meta.avg_new;
+        meta.below_max = hdr.bridged.max_th |-| meta.avg_new;
+    }
+    @hidden table step_thresholds {
+        actions = { thresholds; }
+        const default_action = thresholds();
+    }
+
+    action limits() {
+        meta.below_qlimit = hdr.bridged.qlimit |-| meta.occ_data;
+        meta.below_dummy_th = hdr.bridged.dummy_th |-| meta.occ_total;
+    }
+    @hidden table step_limits {
+        actions = { limits; }
+        const default_action = limits();
     }
 
     apply {
         if (hdr.bridged.telemetry == 1) {
             meta.port = (bit<32>)hdr.bridged.probe_port;
-            hdr.bs.telemetry.occ_np = data_read.execute(meta.port);
-            hdr.bs.telemetry.occ_prio = prio_read.execute(meta.port);
-            hdr.bs.telemetry.occ_dummy = dummy_read.execute(meta.port);
-            hdr.bs.telemetry.avg = avg_read.execute(meta.port);
-            hdr.bs.telemetry.red_count = (bit<32>)count_read.execute(meta.port);
         } else {
             meta.port = (bit<32>)eg_intr_md.egress_port;
-            meta.idx = eg_intr_md.egress_port ++ hdr.bridged.cls;
-            meta.q = (bit<32>)eg_intr_md.enq_qdepth;
-            if (meta.q > DEPTH_MAX) {
-                meta.q = DEPTH_MAX;
-            }
+        }
+        /* the depth registers and the average: a probe reads them (queue
+         * and avg_update are 0 / TELEMETRY_QUEUE for it) */
+        meta.idx = eg_intr_md.egress_port ++ hdr.bridged.cls;
+        if (eg_intr_md.enq_qdepth > (bit<19>)DEPTH_MAX) {
+            own_depth(DEPTH_MAX, DEPTH_MAX << AVG_FRAC_BITS);
+        } else {
+            own_depth((bit<32>)eg_intr_md.enq_qdepth, eg_intr_md.enq_qdepth[15:0] ++ 16w0);
+        }
+        meta.depth_data = data_depth.execute(meta.port);
+        meta.depth_prio = prio_depth.execute(meta.port);
+        meta.depth_dummy = dummy_depth.execute(meta.port);
+        if (hdr.bridged.avg_update == 1) {
+            meta.avg_lpf = avg_lpf.execute(meta.q_fp, meta.port);
+        }
+        meta.avg_new = avg_state.execute(meta.port);
+
+        if (hdr.bridged.telemetry == 1) {
+            hdr.bs.telemetry.occ_np = meta.depth_data;
+            hdr.bs.telemetry.occ_prio = meta.depth_prio;
+            hdr.bs.telemetry.occ_dummy = meta.depth_dummy;
+            hdr.bs.telemetry.avg = meta.avg_new;
+            hdr.bs.telemetry.red_count = count_read.execute(meta.port);
+        } else {
             meta.rnd = random.get();
             meta.verdict = VERDICT_ADMIT;
             aqm_dequeued.count(meta.idx);
-
-            /* occupancies: own queue written, the others read */
-            if (hdr.bridged.cls == AQM_CLASS_DUMMY) {
-                dummy_write.execute(meta.port);
-                meta.occ_data = data_read.execute(meta.port) + prio_read.execute(meta.port);
-                meta.occ_dummy = meta.q;
-            } else if (hdr.bridged.aqm_mode == AQM_MODE_MRED && hdr.bridged.cls == AQM_CLASS_PRIO) {
-                prio_write.execute(meta.port);
-                meta.occ_data = data_read.execute(meta.port) + meta.q;
-            } else {
-                data_write.execute(meta.port);
-                meta.occ_data = prio_read.execute(meta.port) + meta.q;
+            step_occupancy_data.apply();
+            step_thresholds.apply();
+            if (hdr.bridged.queue == QID_DUMMY[1:0]) {
+                step_occupancy_total.apply();
             }
+            step_limits.apply();
 
-            if (hdr.bridged.cls == AQM_CLASS_DUMMY) {
+            if (hdr.bridged.queue == QID_DUMMY[1:0]) {
                 /* DSBP: dropped once the port's total depth reaches dummy_th */
-                if (meta.occ_data + meta.occ_dummy >= hdr.bridged.dummy_th) {
+                if (meta.below_dummy_th == 0) {
                     meta.verdict = VERDICT_DUMMY_DROP;
                 }
             } else {
-                /* the average: every data arrival (RED, drop-tail), non-priority
-                 * only (M-RED), i.e. always the packet's own queue */
-                if (hdr.bridged.aqm_mode != AQM_MODE_MRED || hdr.bridged.cls == AQM_CLASS_NP) {
-                    /* bf-p4c wants a plain PHV field in: filter cells, scale after */
-                    meta.avg_new = avg_lpf.execute(meta.q, meta.port) << AVG_FRAC_BITS;
-                    avg_write.execute(meta.port);
-                } else {
-                    meta.avg_new = avg_read.execute(meta.port);
-                }
-                if (hdr.bridged.aqm_mode == AQM_MODE_RED
-                        || (hdr.bridged.aqm_mode == AQM_MODE_MRED && hdr.bridged.cls == AQM_CLASS_NP)) {
-                    bit<1> drop;
-                    if (meta.avg_new < hdr.bridged.min_th) {
-                        drop = count_reset.execute(meta.port);
-                    } else if (meta.avg_new >= hdr.bridged.max_th) {
-                        drop = count_force.execute(meta.port);
+                if (hdr.bridged.red_on == 1) {
+                    red_pb.apply();
+                    if (meta.below_min != 0) {
+                        meta.restart = 0;
+                    } else if (meta.below_max == 0) {
+                        meta.min_count = 0;
                     } else {
-                        red_pb.apply();
                         red_pa_gap.apply();
-                        drop = count_early.execute(meta.port);
                     }
-                    if (drop == 1) {
+                    if (count_update.execute(meta.port) == 1) {
                         meta.verdict = VERDICT_RED_DROP;
                     }
                 }
-                if (meta.verdict == VERDICT_ADMIT && meta.occ_data >= hdr.bridged.qlimit) {
+                if (meta.verdict == VERDICT_ADMIT && meta.below_qlimit == 0) {
                     meta.verdict = VERDICT_OVERFLOW_DROP;
                 }
             }

@@ -16,6 +16,11 @@
 #include <tna.p4>
 #endif
 
+/* Tofino ingress does not know the frame length: Validate leaves the
+ * "datagram longer than the frame" check to the parser's partial-header
+ * error (docs/tofino.md, "Semantic differences") */
+#define BS_NO_FRAME_LEN
+
 #include "../include/constants.p4"
 #include "../include/headers.p4"
 #include "../include/ingress.p4"
@@ -42,16 +47,19 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
     @name(".punted")
     Counter<bit<64>, bit<13>>(PORT_REASON_SLOTS, CounterType_t.PACKETS_AND_BYTES) punted;
 
-    /* to the controller with a packet_in header; a probe also carries the
-     * telemetry header, which egress completes */
-    action to_cpu() {
-        punted.count(ig_intr_md.ingress_port ++ meta.bs.punt_reason[3:0]);
+    /* to the controller with a packet_in header; a probe (telemetry = 1)
+     * also carries the telemetry header, which egress completes */
+    action to_cpu(bit<1> telemetry) {
         hdr.bs.packet_in.setValid();
         hdr.bs.packet_in.ingress_port = ig_intr_md.ingress_port;
         hdr.bs.packet_in.reason = meta.bs.punt_reason;
         hdr.bs.packet_in._pad = 0;
         ig_tm_md.ucast_egress_port = CPU_PORT_TNA;
         ig_tm_md.qid = QID_DATA;
+        hdr.bridged.telemetry = telemetry;
+        hdr.bridged.queue = TELEMETRY_QUEUE;
+        hdr.bridged.avg_update = 0;
+        hdr.bridged.red_on = 0;
         hdr.bridged.aqm_on = 0;
     }
 
@@ -61,14 +69,17 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
         hdr.bs.telemetry.port = (bit<16>)meta.bs.egress_port;
         hdr.bs.telemetry.aqm_mode = aqm_mode;
         hdr.bs.telemetry._pad = 0;
-        hdr.bridged.telemetry = 1;
         hdr.bridged.probe_port = meta.bs.egress_port;
     }
 
-    action forward(QueueId_t qid) {
+    action forward(QueueId_t qid, bit<1> avg_update, bit<1> red_on) {
         ig_tm_md.ucast_egress_port = meta.bs.egress_port;
         ig_tm_md.qid = qid;
-        hdr.bridged.aqm_mode = meta.bs.aqm_mode;
+        hdr.bridged.telemetry = 0;
+        hdr.bridged.queue = qid[1:0];
+        hdr.bridged.avg_update = avg_update;
+        hdr.bridged.red_on = red_on;
+        hdr.bridged.aqm_on = 0;
         hdr.bridged.cls = meta.bs.cls;
         hdr.bridged.aqm_profile = meta.bs.aqm_profile;
         hdr.bridged.qlimit = meta.bs.qlimit;
@@ -77,13 +88,15 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
         hdr.bridged.max_th = meta.bs.max_th;
     }
 
+    /* The packet's fate (drop, punt, forward) is decided without waiting
+     * for the length checks: a malformed packet is dropped at the end
+     * whatever was decided, and only the counters wait for the verdict.
+     * On BMv2 (bs.p4) nothing runs for a malformed packet; the outcome,
+     * packets out and counters, is the same. */
     apply {
-        bit<8> kind = meta.bs.malformed_kind;
+        bit<8> kind = meta.bs.malformed_kind;   /* the parser's */
         meta.bs.ingress_port = ig_intr_md.ingress_port;
-        meta.bs.frame_len = FRAME_LEN_UNKNOWN;
         hdr.bridged.setValid();
-        hdr.bridged.telemetry = 0;
-        hdr.bridged.aqm_on = 0;
         if (kind == 0) {
             if ((ig_prsr_md.parser_err & PARSER_ERROR_PARTIAL_HDR) != 0) {
                 kind = MALFORMED_TRUNCATED;
@@ -91,10 +104,43 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
                 kind = MALFORMED_OTHER;
             } else if (meta.ipv4_csum_err || meta.inner_csum_err) {
                 kind = MALFORMED_CHECKSUM;
-            } else {
-                bs_ingress.apply(hdr.bs, meta.bs);
-                kind = meta.bs.malformed_kind;
             }
+        }
+        bs_ingress.apply(hdr.bs, meta.bs);
+
+        if (meta.bs.drop) {
+            ig_dprsr_md.drop_ctl = 1;
+        } else if (meta.bs.punt_reason != 0) {
+            if (meta.bs.punt_reason != PUNT_REASON_TELEMETRY) {
+                to_cpu(0);
+            } else {
+                to_cpu(1);
+                if (meta.bs.aqm_on) {
+                    probe((bit<8>)meta.bs.aqm_mode);
+                } else {
+                    probe(TELEMETRY_NO_AQM);
+                }
+            }
+        } else {
+            /* the class's queue: dummies lowest, never averaged; M-RED's
+             * priority data apart, neither averaged nor dropped early;
+             * all other data averaged, dropped early under RED / M-RED */
+            if (meta.bs.cls == AQM_CLASS_DUMMY) {
+                forward(QID_DUMMY, 0, 0);
+            } else if (meta.bs.aqm_mode == AQM_MODE_MRED && meta.bs.cls == AQM_CLASS_PRIO) {
+                forward(QID_PRIO, 0, 0);
+            } else if (meta.bs.aqm_mode == AQM_MODE_RED || meta.bs.aqm_mode == AQM_MODE_MRED) {
+                forward(QID_DATA, 1, 1);
+            } else {
+                forward(QID_DATA, 1, 0);
+            }
+            if (meta.bs.aqm_on) {
+                hdr.bridged.aqm_on = 1;
+            }
+        }
+
+        if (kind == 0) {
+            kind = meta.bs.malformed_kind;
         }
         if (kind != 0) {
             malformed.count(ig_intr_md.ingress_port ++ kind[3:0]);
@@ -105,29 +151,10 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
             }
             if (meta.bs.drop) {
                 fwd_dropped.count(ig_intr_md.ingress_port ++ meta.bs.drop_reason[3:0]);
-                ig_dprsr_md.drop_ctl = 1;
             } else if (meta.bs.punt_reason != 0) {
-                to_cpu();
-                if (meta.bs.punt_reason == PUNT_REASON_TELEMETRY) {
-                    if (meta.bs.aqm_on) {
-                        probe((bit<8>)meta.bs.aqm_mode);
-                    } else {
-                        probe(TELEMETRY_NO_AQM);
-                    }
-                }
-            } else {
-                /* the class's queue: dummies lowest; M-RED's priority data apart */
-                if (meta.bs.cls == AQM_CLASS_DUMMY) {
-                    forward(QID_DUMMY);
-                } else if (meta.bs.aqm_mode == AQM_MODE_MRED && meta.bs.cls == AQM_CLASS_PRIO) {
-                    forward(QID_PRIO);
-                } else {
-                    forward(QID_DATA);
-                }
-                if (meta.bs.aqm_on) {
-                    hdr.bridged.aqm_on = 1;
-                    aqm_enqueued.count(meta.bs.egress_port ++ meta.bs.cls);
-                }
+                punted.count(ig_intr_md.ingress_port ++ meta.bs.punt_reason[3:0]);
+            } else if (meta.bs.aqm_on) {
+                aqm_enqueued.count(meta.bs.egress_port ++ meta.bs.cls);
             }
         }
     }
@@ -192,6 +219,10 @@ control TnaEgressDeparser(packet_out pkt, inout tna_headers_t hdr, in tna_egress
 Pipeline(TnaIngressParser(), TnaIngress(), TnaIngressDeparser(),
          TnaEgressParser(), TnaEgress(), TnaEgressDeparser()) pipe;
 
+/* Tofino's action ALU adds within one container: keep the tunnel's length
+ * (include/forwarding.p4) in one */
+@pa_atomic("ingress", "bs_ingress_ipv4_forwarding_total_len")
+@pa_atomic("ingress", "hdr.bs.encap.total_len")
 /* metadata arrives zeroed, as BsIngress expects (simple_switch does this) */
 @pa_auto_init_metadata
 Switch(pipe) main;

@@ -42,10 +42,19 @@ parser TnaIngressParser(packet_in pkt, out tna_headers_t hdr, out tna_ingress_me
         }
     }
 
+    /* BsParser's one select on 48 bits in two: Tofino-1's parser matches
+     * on at most 32 bits at a time (one 16-bit and two 8-bit registers) */
     state parse_arp {
         pkt.extract(hdr.bs.arp);
-        transition select(hdr.bs.arp.htype, hdr.bs.arp.ptype, hdr.bs.arp.hlen, hdr.bs.arp.plen) {
-            (1, ETHERTYPE_IPV4, 6, 4): parse_arp_ipv4;
+        transition select(hdr.bs.arp.htype, hdr.bs.arp.ptype) {
+            (1, ETHERTYPE_IPV4): parse_arp_lengths;
+            default: accept;
+        }
+    }
+
+    state parse_arp_lengths {
+        transition select(hdr.bs.arp.hlen, hdr.bs.arp.plen) {
+            (6, 4): parse_arp_ipv4;
             default: accept;
         }
     }
