@@ -27,10 +27,9 @@ import math
 from dataclasses import dataclass, replace
 from typing import Iterable
 
-from controller.aqm_tables import (AVG_ONE, PROB_BITS, PROB_ONE, PortAqm, RedParams, ewma_step, pa_thresholds,
-                                   pb_level_ranges, port_entries)
-from p4handoff.wire import TNA_PROB_BITS
+from controller.aqm_tables import AVG_ONE, PortAqm, RedParams, ewma_step, pa_thresholds, pb_level_ranges, port_entries
 from controller.p4runtime import TableEntry
+from p4handoff.wire import PROB_BITS, PROB_ONE, TNA_PROB_BITS
 
 TARGETS = ("v1model", "tna")
 CELL_BYTES = 80                      # Tofino traffic-manager cell
