@@ -84,24 +84,26 @@ def _decorate(ax: Any, rec: RunRecord) -> list[Any]:
     return handles
 
 
-def _legend(ax: Any, handles: list[Any]) -> None:
-    """A legend to the right of `ax`, outside it, so it never covers data."""
-    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+def _figure(rows: int, cols: int, width: float, height: float, **kwargs: Any) -> tuple[Any, Any]:
+    """A figure whose layout keeps the title, the axes and the outside legend apart."""
+    return plt.subplots(rows, cols, figsize=(width, height), squeeze=False, layout="constrained", **kwargs)
+
+
+def _legend(fig: Any, handles: list[Any]) -> None:
+    """One legend for the figure, to the right of the axes (clear of the title), so it never covers data."""
+    fig.legend(handles=handles, fontsize=8, loc="outside right center", ncols=1 + (len(handles) - 1) // 14)
 
 
 def _save(fig: Any, path: Path) -> None:
-    fig.savefig(path, dpi=DPI, bbox_inches="tight")   # "tight": the outside legends are kept whole
+    fig.savefig(path, dpi=DPI)
     plt.close(fig)
 
 
-def _rwnd_lines(ax: Any, windows: set[int], top: float) -> list[Any]:
-    """Mark the receiver window(s); say why cwnd may rise above it."""
-    handles = []
-    for w in sorted(windows):
-        ax.axhline(w, color="k", lw=0.7, ls="-.", zorder=1)
-        note = ("\ncwnd above it: fast-recovery inflation\n(RFC 6582); in flight stays ≤ rwnd" if top > w else "")
-        handles.append(Line2D([], [], color="k", lw=0.7, ls="-.", label=f"receiver window: {w} segments{note}"))
-    return handles
+def _rwnd_entry(windows: set[int], above: bool) -> Line2D:
+    """The legend entry of the receiver-window lines; says why cwnd may be drawn above them."""
+    note = "\ncwnd above it: fast-recovery inflation\n(RFC 6582); in flight stays ≤ rwnd" if above else ""
+    sizes = "/".join(str(w) for w in sorted(windows))
+    return Line2D([], [], color="k", lw=0.7, ls="-.", label=f"receiver window: {sizes} segments{note}")
 
 
 def _points(res: Results) -> list[tuple]:
@@ -124,8 +126,11 @@ def _time_series(res: Results, out: Path, point: tuple) -> list[str]:
     flows = list(scn.measure.flows)
     files = []
     for kind, col, ylabel in (("cwnd", 1, "cwnd (segments)"), ("seq", 2, "sequence number (segments acked)")):
-        fig, axes = plt.subplots(len(flows), 1, figsize=(9.5, 2.8 * len(flows) + 0.8), squeeze=False, sharex=True)
+        fig, axes = _figure(len(flows), 1, 10, 2.8 * len(flows) + 0.8, sharex=True)
         drawn = False
+        legend: dict[str, Any] = {}          # label -> handle: one legend for every panel
+        windows: set[int] = set()
+        above = False                        # cwnd drawn above the receiver window somewhere
         for ax, flow in zip(axes[:, 0], flows):
             top = 0.0
             for rec in recs:
@@ -137,12 +142,17 @@ def _time_series(res: Results, out: Path, point: tuple) -> list[str]:
                     drawn = True
             handles = ax.get_legend_handles_labels()[0] + _decorate(ax, recs[0])
             if kind == "cwnd":
-                handles += _rwnd_lines(ax, {r.scenario.flow(flow).tcp.window for r in recs}, top)
+                flow_windows = {r.scenario.flow(flow).tcp.window for r in recs}
+                for w in flow_windows:
+                    ax.axhline(w, color="k", lw=0.7, ls="-.", zorder=1)
+                windows |= flow_windows
+                above = above or top > min(flow_windows)
             ax.set_ylabel(ylabel if len(flows) == 1 else f"{flow}: {ylabel.split(' (')[0]}")
-            _legend(ax, handles)
+            for h in handles:
+                legend.setdefault(h.get_label(), h)
+        _legend(fig, list(legend.values()) + ([_rwnd_entry(windows, above)] if windows else []))
         axes[-1, 0].set_xlabel("time (s)")
         fig.suptitle(_title(res, point, ylabel.split(" (")[0]), fontsize=10)
-        fig.tight_layout()
         if drawn:
             name = f"{kind}-{point_slug(point)}.png"
             _save(fig, out / name)
@@ -160,8 +170,7 @@ def _queues(res: Results, recs: list[RunRecord], point: tuple, path: Path) -> No
     scn = recs[0].scenario
     lo, hi = scn.measure.plot_range
     links = list(scn.measure.queue_links)
-    fig, axes = plt.subplots(len(recs), len(links), figsize=(6 * len(links) + 1, 2.3 * len(recs) + 0.8),
-                             squeeze=False, sharex=True)
+    fig, axes = _figure(len(recs), len(links), 6 * len(links) + 3.5, 2.3 * len(recs) + 0.8, sharex=True)
     legend: dict[str, Any] = {}          # label -> handle, in order of first appearance
     for i, rec in enumerate(recs):
         for j, link in enumerate(links):
@@ -186,11 +195,10 @@ def _queues(res: Results, recs: list[RunRecord], point: tuple, path: Path) -> No
             ax.set_ylabel("packets")
     for ax in axes[-1, :]:
         ax.set_xlabel("time (s)")
-    _legend(axes[0, -1], list(legend.values()))
+    _legend(fig, list(legend.values()))
     averaged = any(label.startswith("average") for label in legend)
     what = "queue and average queue" if averaged else "queue (drop-tail: no average kept)"
     fig.suptitle(_title(res, point, what), fontsize=10)
-    fig.tight_layout()
     _save(fig, path)
 
 
@@ -203,7 +211,8 @@ def _bars(res: Results, out: Path) -> list[str]:
     labels = sf.labels
     means = [res.mean((), lab, q.key) / 1e6 for lab in labels]
     sds = [res.spread((), lab, q.key) / 1e6 for lab in labels]
-    fig, ax = plt.subplots(figsize=(1.6 * len(labels) + 3, 3.8))
+    fig, axes = _figure(1, 1, 1.6 * len(labels) + 4.5, 3.8)
+    ax = axes[0, 0]
     xs = range(len(labels))
     ax.bar(xs, means, yerr=sds if res.repeats > 1 else None, color="tab:blue", alpha=0.8,
            label="ours" + (f" (mean ± sd of {res.repeats})" if res.repeats > 1 else ""))
@@ -220,9 +229,8 @@ def _bars(res: Results, out: Path) -> list[str]:
                              for lab, m in zip(labels, means)], fontsize=8)
     ax.set_ylabel(f"{q.metric.replace('_', ' ')} (Mb/s), window {q.window}")
     ax.set_ylim(0, max([*means, ideal / 1e6 if ideal else 0]) * 1.1 or 1)
-    _legend(ax, ax.get_legend_handles_labels()[0])
-    ax.set_title(sf.title, fontsize=10)
-    fig.tight_layout()
+    _legend(fig, ax.get_legend_handles_labels()[0])
+    fig.suptitle(sf.title, fontsize=10)
     _save(fig, out / "throughput.png")
     return ["throughput.png"]
 
@@ -236,7 +244,8 @@ def _sweeps(res: Results, out: Path) -> list[str]:
     files = []
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in axis.values)
     for q in scn.measure.table:
-        fig, ax = plt.subplots(figsize=(7, 4))
+        fig, axes = _figure(1, 1, 9, 4)
+        ax = axes[0, 0]
         others = sf.points()
         scale = 1e6 if q.metric in RATE_METRICS else 0.01 if q.metric in FRACTION_METRICS else 1
         pub = sf.published
@@ -281,9 +290,8 @@ def _sweeps(res: Results, out: Path) -> list[str]:
         if marked:
             handles.append(Line2D([], [], marker="D", ms=5, ls="", color="0.5", markeredgecolor="k",
                                   label="published at that point"))
-        _legend(ax, handles)
-        ax.set_title(sf.title, fontsize=10)
-        fig.tight_layout()
+        _legend(fig, handles)
+        fig.suptitle(sf.title, fontsize=10)
         name = f"sweep-{q.metric}-{q.flow or q.link or 'all'}.png".replace(">", "").replace("/", "-")
         _save(fig, out / name)
         files.append(name)
