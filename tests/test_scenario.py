@@ -38,7 +38,7 @@ def test_every_trace_file_loads(path: Path) -> None:
     assert all(c.queue.limit for c in scn.topology.cells)
 
 
-def test_there_is_a_file_for_every_experiment_of_the_notes() -> None:
+def test_there_is_a_file_for_every_experiment_of_the_papers() -> None:
     names = {p.stem for p in TRACES.glob("*.yaml")}
     assert {"vh-wlan-to-3g", "vh-3g-to-lan", "vh-switching", "vh-wlan-to-3g-buffers", "dsbp-capacity",
             "dsbp-speed", "ucc-loss", "ucc-friendliness", "ipf-burst", "ipf-visits", "ipf-mh-count"} <= names
