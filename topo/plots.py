@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-
 from typing import Any
 
 import matplotlib
@@ -177,14 +176,15 @@ def _queues(res: Results, recs: list[RunRecord], point: tuple, path: Path) -> No
             ax = axes[i, j]
             rows = [r for r in (rec.data.queue_rows if rec.data else []) if r[1] == link and lo <= r[0] <= hi]
             times = [r[0] for r in rows]
-            legend.setdefault("queue", ax.plot(times, [r[3] for r in rows], lw=0.8, color="C0",
-                                               label="queue (data packets)")[0])
+            (queue,) = ax.plot(times, [r[3] for r in rows], lw=0.8, color="C0", label="queue (data packets)")
+            legend.setdefault("queue", queue)
             q = next((c.queue for c in rec.scenario.topology.cells if c.name == link), None)
             red = q is not None and q.aqm in ("red", "mred")
             if red or any(r[5] for r in rows):   # a drop-tail queue has an average where the backend keeps one
                 label = {"mred": "average (non-priority, M-RED)", "red": "average (RED)"}.get(
                     q.aqm if q else "", "average (the switch's EWMA; drop-tail ignores it)")
-                legend.setdefault(label, ax.plot(times, [r[5] for r in rows], lw=1.2, color="C1", label=label)[0])
+                (average,) = ax.plot(times, [r[5] for r in rows], lw=1.2, color="C1", label=label)
+                legend.setdefault(label, average)
             if red and q is not None:
                 for th in (q.min_th, q.max_th):
                     ax.axhline(th, color="0.5", lw=0.6, ls=":")
