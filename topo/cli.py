@@ -13,7 +13,8 @@ take the whole machine, one at a time. `--cluster ADDRESS` sends the runs
 to a Dask scheduler instead (lab runs: one per worker that offers the `lab`
 resource). `--resume RESULTS_DIR` finishes an interrupted sweep: its
 finished runs are kept, the others run, the report is rebuilt.
-Exit codes: 0 done, 1 runtime error or a run failed, 2 usage, 3 invalid scenario.
+Exit codes: 0 done, 1 runtime error or a run failed, 2 usage, 3 invalid scenario (or a file that is
+none: missing, a directory, empty, binary, bad YAML).
 """
 from __future__ import annotations
 
