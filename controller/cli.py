@@ -1,7 +1,8 @@
 """`p4handoff ctl ...`: run the handoff controller, inspect it, move mobile hosts in a lab.
 
 Exit codes (docs/controller.md): 0 done; 1 runtime error; 2 usage; 3 the
-network description is invalid; 4 no controller answers on the socket; 5 the
+network description is invalid (or the file is none: missing, a directory,
+empty, binary, bad YAML); 4 no controller answers on the socket; 5 the
 controller refused the request (unknown MH or BS, MH never attached, ...).
 """
 from __future__ import annotations
