@@ -1,7 +1,8 @@
 """`p4handoff ctl ...`: run the handoff controller, inspect it, move mobile hosts in a lab.
 
 Exit codes (docs/controller.md): 0 done; 1 runtime error; 2 usage; 3 the
-network description is invalid; 4 no controller answers on the socket; 5 the
+network description is invalid (or the file is none: missing, a directory,
+empty, binary, bad YAML); 4 no controller answers on the socket; 5 the
 controller refused the request (unknown MH or BS, MH never attached, ...).
 """
 from __future__ import annotations
@@ -10,10 +11,13 @@ import argparse
 import json
 import signal
 import sys
+import threading
+from pathlib import Path
 from typing import Any
 
 from controller.control import ControlError, request
 from controller.network import DEFAULT_SOCKET, Network, NetworkError, load_network
+from p4handoff.argtypes import whole_number
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INVALID, EXIT_UNREACHABLE, EXIT_REFUSED = 0, 1, 2, 3, 4, 5
 
@@ -60,6 +64,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     target(de)
     de.add_argument("mh", help="mobile host name or address")
     de.set_defaults(func=_detach)
+
+    tb = cmds.add_parser("testbed", help="start three BMv2 switches (a gateway, two base stations) to run the "
+                                         "controller against, until Ctrl-C (root, BMv2)",
+                         description="Start the controller's BMv2 testbed (controller/testbed.py, the one its tests "
+                                     "use): switches gw, bs1, bs2 with their links, a correspondent and the mobile "
+                                     "hosts' radios in network namespaces, and a network description for "
+                                     "`ctl run`. Runs until SIGINT/SIGTERM, then removes everything it made.")
+    tb.add_argument("--dir", type=Path, default=Path("testbed"),
+                    help="network.yaml, switch logs and sockets go here (default: ./testbed)")
+    tb.add_argument("--mobiles", type=whole_number(1), default=2, help="mobile hosts in the description (default 2)")
+    tb.set_defaults(func=_testbed)
 
 
 def _err(args: argparse.Namespace, message: str) -> None:
@@ -187,4 +202,42 @@ def _status(args: argparse.Namespace) -> int:
         print(f"  {p['switch']}:{p['port']:<4} {q} enqueued={c.get('aqm_enqueued')} "
               f"red_dropped={c.get('aqm_red_dropped')} overflow={c.get('aqm_overflow_dropped')} "
               f"dummy_dropped={c.get('aqm_dummy_dropped')} priority_admitted={c.get('priority_admitted')}")
+    return EXIT_OK
+
+
+def _testbed(args: argparse.Namespace) -> int:
+    from p4handoff.netns import unavailable_reason
+    from topo.bmv2 import bmv2_available
+    ok, bmv2_why = bmv2_available()
+    why = unavailable_reason() or (None if ok else bmv2_why)
+    if why:
+        _err(args, f"cannot start the testbed here: {why}")
+        return EXIT_ERROR
+    from controller.testbed import Testbed
+    workdir = args.dir.resolve()
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    bed = Testbed(workdir, n_mobiles=args.mobiles, grpc_sockets=True)
+    try:
+        try:
+            bed.start()
+        except RuntimeError as exc:          # Bmv2Error, NetnsError: with the switch's log or the command
+            _err(args, str(exc))
+            return EXIT_ERROR
+        net = bed.network_path
+        mhs = ", ".join(m["name"] for m in bed.description()["mobile_hosts"])
+        print(f"testbed up: gw, bs1, bs2 ({', '.join(s.grpc_addr for s in bed.switches.values())})\n"
+              f"network description: {net} (mobile hosts {mhs}; correspondent ch)\n"
+              f"correspondent: `ip netns exec {bed.ch_ns.name} ...` (eth0 on gw port 1); mobile hosts' "
+              f"radios: `ip netns exec {bed.mh_ns.name} ...` (cell1 on bs1, cell2 on bs2)\n"
+              f"next: p4handoff ctl run --network {net}\n"
+              "Ctrl-C stops the switches and removes the namespaces.", flush=True)
+        while not stop.wait(1.0):
+            dead = [name for name, sw in bed.switches.items() if not sw.alive]
+            if dead:
+                _err(args, f"switch {', '.join(dead)} exited (log: {workdir}/{dead[0]}.log)")
+                return EXIT_ERROR
+    finally:
+        bed.close()
     return EXIT_OK

@@ -16,10 +16,9 @@ from dataclasses import dataclass, field, replace as _replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from p4handoff.wire import AQM_MODES as WIRE_AQM_MODES
 from p4handoff.wire import DSCP_BEST_EFFORT, DSCP_IPF_PRIORITY_DEFAULT, DSCP_LE
+from p4handoff.yamlfile import DocumentError, read_yaml
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_P4INFO = REPO_ROOT / "build" / "bs.p4info.txtpb"
@@ -37,15 +36,10 @@ _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
 _MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 
 
-class NetworkError(ValueError):
+class NetworkError(DocumentError):
     """A description that cannot be used; `errors` lists every (path, problem)."""
 
-    def __init__(self, source: str, errors: list[tuple[str, str]]):
-        self.source = source
-        self.errors = errors
-        lines = [f"{source}: {len(errors)} error(s) in network description"]
-        lines += [f"  {path}: {problem}" for path, problem in errors]
-        super().__init__("\n".join(lines))
+    kind = "network description"
 
 
 @dataclass(frozen=True)
@@ -179,35 +173,10 @@ class Network:
 
 # --------------------------------------------------------------------------- loading
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that rejects duplicate mapping keys (YAML silently keeps the last)."""
-
-
-def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    seen: dict[Any, int] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r} (first at line {seen[key] + 1})", key_node.start_mark)
-        seen[key] = key_node.start_mark.line
-    return loader.construct_mapping(node, deep=deep)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
 def load_network(path: str | Path) -> Network:
     """Read and validate a description file; raise NetworkError listing every problem."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise NetworkError(str(path), [("(file)", f"cannot read: {exc.strerror or exc}")]) from None
-    try:
-        raw = yaml.load(text, Loader=_UniqueKeyLoader)
-    except yaml.YAMLError as exc:
-        raise NetworkError(str(path), [("(file)", f"not valid YAML: {exc}")]) from None
+    raw = read_yaml(path, NetworkError)
     return parse_network(raw, source=str(path), base_dir=path.parent)
 
 

@@ -1,6 +1,7 @@
 """A gateway and two base stations on BMv2, in throwaway namespaces, with raw-frame hosts.
 
-For the controller's integration tests and its benchmark (bench/controller.py):
+For the controller's integration tests, its benchmark (bench/controller.py) and
+`p4handoff ctl testbed` (a standalone one to try the controller by hand):
 
     fab  namespace: gw, bs1, bs2 (simple_switch_grpc, --cpu-port 255, 2 priority
          queues), the switch-to-switch veth pairs, and the controller daemon
@@ -123,7 +124,10 @@ class Testbed:
     __test__ = False    # not a pytest test class despite the name
 
     def __init__(self, workdir: Path, n_mobiles: int = 2, *, hold_time_ms: int = 300,
-                 per_mh_packets: int = 64, aqm: dict[str, Any] | None = None) -> None:
+                 per_mh_packets: int = 64, aqm: dict[str, Any] | None = None, grpc_sockets: bool = False) -> None:
+        """`grpc_sockets`: the switches serve P4Runtime on Unix sockets in `workdir` (reachable from any
+        namespace, so a controller started by hand in the root namespace reaches them), else on
+        127.0.0.1 ports inside the fabric namespace."""
         self.workdir = Path(workdir)
         self.n_mobiles = n_mobiles
         self.lab = Lab("ctl")
@@ -140,6 +144,7 @@ class Testbed:
                             "w_q": 0.001953125}
         self._hold = hold_time_ms
         self._per_mh = per_mh_packets
+        self._grpc_sockets = grpc_sockets
 
     # ---------------------------------------------------------------- topology
 
@@ -154,7 +159,8 @@ class Testbed:
         ports = {"gw": {1: "g1", 2: "g2", 3: "g3"}, "bs1": {1: "a1", 2: "a2", 3: "a3"},
                  "bs2": {1: "b1", 2: "b2", 3: "b3"}}
         for name, mapping in ports.items():
-            self.switches[name] = self._switch(mapping, self.workdir / f"{name}.log")
+            sock = {"grpc_socket": self.workdir / f"{name}.grpc"} if self._grpc_sockets else {}
+            self.switches[name] = self._switch(mapping, self.workdir / f"{name}.log", **sock)
         self.network_path.write_text(yaml.safe_dump(self.description()))
         self.hosts = {"ch": HostPort(self.ch_ns, "eth0"), "cell1": HostPort(self.mh_ns, "cell1"),
                       "cell2": HostPort(self.mh_ns, "cell2")}
@@ -193,7 +199,8 @@ class Testbed:
         old = self.switches[name]
         old.stop()
         self.switches[name] = self._switch(old.ports, self.workdir / f"{name}-restart.log",
-                                           grpc_port=old.grpc_port, thrift_port=old.thrift_port)
+                                           grpc_port=old.grpc_port, thrift_port=old.thrift_port,
+                                           grpc_socket=old.grpc_socket)
 
     def _switch(self, ports: dict[int, str], log: Path, **kwargs: Any) -> Bmv2Switch:
         sw = Bmv2Switch(ports, netns=self.fab, cpu_port=CPU_PORT, priority_queues=2, log_path=log, **kwargs).start()

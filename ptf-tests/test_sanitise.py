@@ -1,5 +1,5 @@
 """The IPF priority mark is honoured only on the outer header of a tunnel packet from a configured peer
-on a peer port; anywhere else it is re-marked to 0 and counted (ipf-mred.md, "Security")."""
+on a peer port; anywhere else it is re-marked to 0 and counted (docs/papers.md#ipf-mred)."""
 from ptf import testutils
 from scapy.all import IP, Ether
 

@@ -145,20 +145,95 @@ def test_malformed_raises_with_reason(name: str, packet: bytes, reason: str) -> 
     assert isinstance(info.value, ValueError)
 
 
-def test_random_corruption_never_escapes_as_other_exception() -> None:
+def _options_claim(opts: bytes, reason: str) -> bool:
+    """Is the option fault `reason` names present in the options area `opts`?"""
+    words = reason.split()
+    if reason.startswith("option kind") and "truncated" in reason:       # "option kind K truncated at offset I"
+        kind, at = int(words[2]), int(words[-1])
+        return at == len(opts) - 1 and opts[at] == kind
+    if reason.startswith("option kind"):                     # "option kind K has bad length L at offset I"
+        kind, length, at = int(words[2]), int(words[6]), int(words[-1])
+        return opts[at] == kind and opts[at + 1] == length and (length < 2 or at + length > len(opts))
+    kind = {"MSS": 2, "window-scale": 3, "SACK-permitted": 4, "SACK": 5, "timestamps": 8}[words[0]]
+    length = int(words[3].rstrip(","))
+    return any(opts[i] == kind and opts[i + 1] == length for i in range(len(opts) - 1))
+
+
+def _claim_is_true(packet: bytes, reason: str) -> bool:
+    """Does `packet` have the fault `reason` names? Checked on the bytes, independently of decode's code."""
+    n = len(packet)
+    if reason.startswith("truncated IPv4 header"):
+        return n < 20
+    version, ihl = packet[0] >> 4, (packet[0] & 0x0F) * 4
+    total = struct.unpack_from("!H", packet, 2)[0]
+    simple = {"IP version": version != 4, "IPv4 header length": ihl < 20, "IPv4 total length": total < ihl,
+              "truncated packet": total > n, "bad IPv4 header checksum": internet_checksum(packet[:ihl]) != 0,
+              "IP protocol": packet[9] != 6,
+              "IPv4 fragment": bool(struct.unpack_from("!H", packet, 6)[0] & 0x3FFF)}
+    for prefix, fault in simple.items():
+        if reason.startswith(prefix):
+            return fault
+    tcp = packet[ihl:total]
+    doff = (tcp[12] >> 4) * 4 if len(tcp) > 12 else 0
+    pseudo = packet[12:20] + struct.pack("!BBH", 0, 6, len(tcp))
+    tcp_faults = {"truncated TCP header": len(tcp) < 20, "TCP data offset": doff < 20 or doff > len(tcp),
+                  "bad TCP checksum": internet_checksum(pseudo + tcp) != 0}
+    for prefix, fault in tcp_faults.items():
+        if reason.startswith(prefix):
+            return fault
+    return _options_claim(tcp[20:doff], reason)
+
+
+def _as_bytes_say(packet: bytes, seg: Segment) -> bool:
+    """Does `seg` hold what `packet`'s headers say (read with scapy, not with our decoder)?"""
+    ip = IP(packet)
+    if TCP not in ip:          # scapy leaves a fragment's payload raw
+        return False
+    tcp = ip[TCP]
+    return ((seg.src, seg.dst, seg.sport, seg.dport, seg.seq, seg.ack, seg.flags, seg.window, seg.dscp)
+            == (ip.src, ip.dst, tcp.sport, tcp.dport, tcp.seq, tcp.ack, int(tcp.flags) & 0xFF, tcp.window, ip.tos >> 2)
+            and seg.payload == packet[ip.ihl * 4 + tcp.dataofs * 4:ip.len])
+
+
+STAGES = ("truncated IPv4 header", "IP version", "IPv4 header length", "IPv4 total length", "truncated packet",
+          "bad IPv4 header checksum", "IP protocol", "IPv4 fragment", "truncated TCP header", "TCP data offset",
+          "bad TCP checksum")
+
+
+def test_random_corruption_is_decoded_faithfully_or_rejected_for_a_true_reason() -> None:
+    """Each corrupted packet: either decode returns a segment that is what the bytes say and round-trips,
+    or it raises MalformedSegment naming a fault the packet really has. Corruptions are sometimes
+    followed by fixing the checksums, so the length and option checks behind them are reached too."""
     import random
     rng = random.Random(7)
     base = encode(_seg(flags=SYN, mss=1460, wscale=7, sack_permitted=True, ts=(1, 0), payload=b"q" * 40))
+    outcomes: dict[str, int] = {}
     for _ in range(3000):
         pkt = bytearray(base)
         for _ in range(rng.randint(1, 4)):
             pkt[rng.randrange(len(pkt))] = rng.randrange(256)
+        if rng.random() < 0.5 and pkt[0] == 0x45 and len(pkt) >= struct.unpack_from("!H", pkt, 2)[0] >= 40:
+            pkt = _fix_ip_checksum(pkt)
+            if pkt[9] == 6 and 20 <= (pkt[32] >> 4) * 4 <= struct.unpack_from("!H", pkt, 2)[0] - 20:
+                pkt = _fix_tcp_checksum(pkt)
         if rng.random() < 0.3:
             pkt = pkt[:rng.randrange(len(pkt))]
+        packet = bytes(pkt)
         try:
-            decode(bytes(pkt))
-        except MalformedSegment:
-            pass
+            seg = decode(packet)
+        except MalformedSegment as exc:
+            assert _claim_is_true(packet, exc.reason), (exc.reason, packet.hex())
+            kind = next((k for k in STAGES if exc.reason.startswith(k)), "option")
+        else:
+            assert _as_bytes_say(packet, seg), packet.hex()
+            assert not [s for s in STAGES if _claim_is_true(packet, s)], packet.hex()   # nothing wrong with it
+            assert decode(encode(seg)) == seg
+            kind = "decoded"
+        outcomes[kind] = outcomes.get(kind, 0) + 1
+    # the loop reaches every stage of the decoder, and decodes the packets that survive
+    assert outcomes.get("decoded", 0) >= 100, outcomes
+    reached = [s for s in (*STAGES, "option") if outcomes.get(s, 0) >= 5]   # the rest: the BAD cases above
+    assert len(reached) >= 10 and min(outcomes[s] for s in ("truncated packet", "bad TCP checksum")) >= 100, outcomes
 
 
 def test_encode_rejects_bad_address() -> None:

@@ -38,7 +38,7 @@ def test_every_trace_file_loads(path: Path) -> None:
     assert all(c.queue.limit for c in scn.topology.cells)
 
 
-def test_there_is_a_file_for_every_experiment_of_the_notes() -> None:
+def test_there_is_a_file_for_every_experiment_of_the_papers() -> None:
     names = {p.stem for p in TRACES.glob("*.yaml")}
     assert {"vh-wlan-to-3g", "vh-3g-to-lan", "vh-switching", "vh-wlan-to-3g-buffers", "dsbp-capacity",
             "dsbp-speed", "ucc-loss", "ucc-friendliness", "ipf-burst", "ipf-visits", "ipf-mh-count"} <= names
@@ -120,7 +120,7 @@ def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
     bad.write_text("scenario: x\ntopology: [unclosed\n")
     with pytest.raises(ScenarioError) as info:
         load(bad)
-    assert info.value.errors[0][0].startswith("line ")
+    assert str(info.value).startswith(f"{bad}: not valid YAML at line ") and "\n" not in str(info.value)
 
 
 def test_extends_takes_the_base_and_replaces_fields(tmp_path: Path) -> None:
@@ -219,3 +219,57 @@ def test_document_is_not_modified_by_resolving() -> None:
         pass
     assert sf.doc == before
     assert yaml.safe_dump(sf.doc)
+
+
+def _cell(doc: dict, name: str) -> dict:
+    return next(c for c in doc["topology"]["cells"] if c.get("name") == name)
+
+
+def _rename(d: dict, old: str, new: str) -> None:
+    d[new] = d.pop(old)
+
+
+ONE_TYPO = {   # a change to vh-wlan-to-3g.yaml -> (the one error's path, words it contains)
+    "misspelt field": (lambda d: _rename(_cell(d, "g3"), "rate", "rtae"),
+                       "topology.cells[g3].rtae", "unknown field (did you mean rate?"),
+    "misspelt name key": (lambda d: _rename(_cell(d, "g3"), "name", "nmae"),
+                          "topology.cells[1].nmae", "did you mean name?"),
+    "negative rate": (lambda d: _cell(d, "g3").update(rate="-384kbps"),
+                      "topology.cells[g3].rate", "rate must be positive, got '-384kbps'"),
+    "negative plain rate": (lambda d: _cell(d, "g3").update(rate=-384000),
+                            "topology.cells[g3].rate", "must be positive"),
+    "misspelt queue limit": (lambda d: _rename(_cell(d, "g3")["queue"], "limit", "limt"),
+                             "topology.cells[g3].queue.limt", "did you mean limit?"),
+    "bad MH address": (lambda d: d["topology"]["mobile_hosts"][0].update(home="10.0.9.x"),
+                       "topology.mobile_hosts[mh].home", "must be an IPv4 address"),
+    "bad correspondent address": (lambda d: d["topology"]["correspondents"][0].update(address="10.0.0.x"),
+                                  "topology.correspondents[ch].address", "must be an IPv4 address"),
+    "bad base station field": (lambda d: d["topology"]["base_stations"][0].update(ipf="maybe"),
+                               "topology.base_stations[ar].ipf", "must be true or false"),
+    "unnamed window": (lambda d: d["measure"]["windows"][0].pop("name"), "measure.windows[0].name", "required"),
+    "backwards window": (lambda d: d["measure"]["windows"][0].update(to=5),
+                         "measure.windows[handoff]", "before it starts"),
+    "bad flow field": (lambda d: d["flows"][0].update(stop="soon"), "flows[main].stop", "not a time"),
+}
+
+
+@pytest.mark.parametrize("case", ONE_TYPO, ids=str)
+def test_one_mistake_is_one_error_without_follow_ons(case: str) -> None:
+    """A bad field in an item does not also make every reference to that item "unknown" (issue 14)."""
+    change, path, words = ONE_TYPO[case]
+    doc = vh_doc()
+    change(doc)
+    errs = errors_of(doc)
+    assert list(errs) == [path], errs
+    assert words in errs[path]
+
+
+def test_a_reference_to_a_name_nothing_declares_is_still_an_error() -> None:
+    doc = vh_doc()
+    doc["topology"]["mobile_hosts"][0]["moves"][0]["switch"]["cell"] = "g4"
+    doc["measure"]["queues"]["links"] = ["g5"]
+    _cell(doc, "g3")["rate"] = "fast"    # an error elsewhere does not hide them
+    errs = errors_of(doc)
+    assert errs["topology.mobile_hosts[mh].moves[0].switch.cell"] == "no cell named 'g4'"
+    assert "no link or cell named 'g5'" in errs["measure.queues.links[0]"]
+    assert "not a rate" in errs["topology.cells[g3].rate"]

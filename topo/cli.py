@@ -13,7 +13,8 @@ take the whole machine, one at a time. `--cluster ADDRESS` sends the runs
 to a Dask scheduler instead (lab runs: one per worker that offers the `lab`
 resource). `--resume RESULTS_DIR` finishes an interrupted sweep: its
 finished runs are kept, the others run, the report is rebuilt.
-Exit codes: 0 done, 1 runtime error or a run failed, 2 usage, 3 invalid scenario.
+Exit codes: 0 done, 1 runtime error or a run failed, 2 usage, 3 invalid scenario (or a file that is
+none: missing, a directory, empty, binary, bad YAML).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from hosts.cc import SCHEMES, scheme_summary
 from p4handoff.argtypes import whole_number
 from p4handoff.interrupt import sigterm_as_interrupt
 from topo.execute import cpu_count, make_pool
@@ -55,12 +57,34 @@ def _sweep(text: str) -> SweepAxis:
     return SweepAxis(path.strip(), path.strip().split(".")[-1], parsed)
 
 
+def _schemes(text: str) -> tuple[str, ...]:
+    names = tuple(s.strip() for s in text.split(",") if s.strip())
+    if not names:
+        raise argparse.ArgumentTypeError(f"give at least one scheme (known: {', '.join(SCHEMES)})")
+    unknown = [n for n in names if n not in SCHEMES]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown scheme(s) {', '.join(unknown)} (known: {', '.join(SCHEMES)})")
+    return names
+
+
+def _schemes_help() -> str:
+    """The schemes a flow or --schemes may name, one per line, from the scheme registry."""
+    width = max(map(len, SCHEMES))
+    return "Schemes (--schemes, a flow's `scheme:`):\n" + "\n".join(
+        f"  {name:<{width}}  {scheme_summary(name)}" for name in SCHEMES)
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run a scenario file (traces/*.yaml) and write its report",
-                       description=__doc__.splitlines()[0], epilog=__doc__.split("\n\n", 1)[1],
+                       description=__doc__.splitlines()[0],
+                       epilog=__doc__.split("\n\n", 1)[1] + "\n" + _schemes_help(),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("scenario", type=Path, nargs="*", help="scenario file(s)")
-    p.add_argument("--backend", choices=("auto", "sim", "lab"), help="default: auto (with --resume: as run)")
+    p.add_argument("--backend", choices=("auto", "sim", "lab"),
+                   help="sim: the deterministic simulator (any machine, all cores); lab: Mininet with BMv2 "
+                        "switches, the controller and our TCP on real packets (root, BMv2, Mininet, `make "
+                        "build`); auto: lab when it can run here, else sim, and it says which "
+                        "(default: auto; with --resume: the backend of that run)")
     p.add_argument("--seed", type=whole_number(0), help="seed of the first repeat (default: the file's seed)")
     p.add_argument("--repeat", type=whole_number(1), metavar="K",
                    help="repeats per run, seeds seed..seed+K-1 (default 1)")
@@ -73,8 +97,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="override a field, e.g. topology.cells.g3.queue.limit=20")
     p.add_argument("--sweep", type=_sweep, action="append", default=[], metavar="PATH=V1,V2",
                    help="sweep a field over values (adds to / replaces the file's sweep of that path)")
-    p.add_argument("--schemes", type=lambda t: tuple(s.strip() for s in t.split(",") if s.strip()), default=(),
-                   help="compare these schemes instead of the file's variants (comma-separated)")
+    p.add_argument("--schemes", type=_schemes, default=(),
+                   help="compare these schemes instead of the file's variants (comma-separated; listed below)")
     p.add_argument("--results", type=Path, default=REPO_ROOT / "results", help="results root (default results/)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
     p.add_argument("--check", action="store_true", help="only validate the file(s) and list the planned runs")
@@ -158,6 +182,12 @@ def _run(args: argparse.Namespace) -> int:
                                      cluster=bool(args.cluster))
     if args.mininet_cli and backend.name != "lab":
         return _usage("--mininet-cli needs the lab backend")
+    if backend.name == "sim" and (args.repeat or 1) > 1:
+        for sf in files:
+            if not sf.random_elements():
+                print(f"p4handoff run: warning: {sf.source} has no random element (random loss, RED/M-RED queue "
+                      f"or randomised scheme): the simulator's {args.repeat} repeats will be identical",
+                      file=sys.stderr)
     lab = backend.name == "lab"
     if lab and not args.cluster and (args.jobs or 1) > 1:
         return _usage("--jobs: lab runs need the whole machine and run one at a time here "

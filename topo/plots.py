@@ -1,23 +1,32 @@
 """PNG figures of a results directory, laid out like the papers' figures.
 
 - cwnd-<point>.png: congestion window (segments) vs time, one line per variant,
-  measurement windows shaded, mobility events as vertical lines;
+  measurement windows shaded, mobility events as vertical lines, the receiver
+  window marked (cwnd above it is fast-recovery inflation: the sender still
+  keeps at most the receiver window in flight);
 - seq-<point>.png: sequence number (segments acknowledged) vs time;
-- queue-<point>.png: queue and average queue vs time per sampled link and variant;
+- queue-<point>.png: queue and average queue vs time per sampled link and variant
+  (the average wherever the backend keeps one: RED and M-RED queues, and
+  every BMv2 port in the lab; the simulator's drop-tail queues keep none);
 - throughput.png: throughput of each variant against the ideal and the published figure;
 - sweep-<quantity>.png: a quantity vs the swept value, one line per variant (mean ± sd).
 
 Only repeat 0 is drawn for time series; at most MAX_POINTS sweep points get them.
+Every mark and shading has a legend entry; legends sit outside the axes, so
+they never cover data, and category tick labels are turned so they never touch.
 """
 from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
 from topo.compact import open_text  # noqa: E402
 from topo.report import published_value, unit  # noqa: E402
@@ -26,6 +35,8 @@ from topo.scenario_model import FRACTION_METRICS, RATE_METRICS  # noqa: E402
 
 MAX_POINTS = 8
 DPI = 110
+WINDOW_SHADE = "0.92"
+EVENT_STYLE = {"detach": ("--", "interface lost (detach)"), "handoff": (":", "handoff (new interface used)")}
 
 
 def _series(path: Path, t0: float, t1: float) -> tuple[list[float], list[float], list[float]]:
@@ -47,16 +58,51 @@ def _series(path: Path, t0: float, t1: float) -> tuple[list[float], list[float],
     return ts, cw, seq
 
 
-def _decorate(ax, rec: RunRecord) -> None:
+def _decorate(ax: Any, rec: RunRecord) -> list[Any]:
+    """Shade the measurement windows and mark the mobility events; their legend entries."""
     scn = rec.scenario
     lo, hi = scn.measure.plot_range
-    for w in scn.measure.windows:
-        ax.axvspan(max(w.t0, lo), min(w.t1, hi), color="0.92", zorder=0)
+    shown = [w for w in scn.measure.windows if w.t0 < hi and w.t1 > lo]
+    for w in shown:
+        ax.axvspan(max(w.t0, lo), min(w.t1, hi), color=WINDOW_SHADE, zorder=0)
+    events = []
     for op in scn.mobility:
-        if lo <= op.at <= hi and op.op in ("detach", "handoff"):
-            ax.axvline(op.at, color="0.6", lw=0.8, ls="--" if op.op == "detach" else ":", zorder=1)
+        if lo <= op.at <= hi and op.op in EVENT_STYLE:
+            ax.axvline(op.at, color="0.6", lw=0.8, ls=EVENT_STYLE[op.op][0], zorder=1)
+            events.append(op.op)
     ax.set_xlim(lo, hi)
     ax.grid(True, lw=0.3)
+    handles: list[Any] = []
+    if shown:
+        names = ", ".join(dict.fromkeys(w.name for w in shown))
+        handles.append(Patch(facecolor=WINDOW_SHADE, label=f"measurement window{'s' if len(shown) > 1 else ''}: "
+                                                             f"{names}"))
+    for kind in EVENT_STYLE:
+        if kind in events:
+            handles.append(Line2D([], [], color="0.6", lw=0.8, ls=EVENT_STYLE[kind][0], label=EVENT_STYLE[kind][1]))
+    return handles
+
+
+def _figure(rows: int, cols: int, width: float, height: float, **kwargs: Any) -> tuple[Any, Any]:
+    """A figure whose layout keeps the title, the axes and the outside legend apart."""
+    return plt.subplots(rows, cols, figsize=(width, height), squeeze=False, layout="constrained", **kwargs)
+
+
+def _legend(fig: Any, handles: list[Any]) -> None:
+    """One legend for the figure, to the right of the axes (clear of the title), so it never covers data."""
+    fig.legend(handles=handles, fontsize=8, loc="outside right center", ncols=1 + (len(handles) - 1) // 14)
+
+
+def _save(fig: Any, path: Path) -> None:
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+
+
+def _rwnd_entry(windows: set[int], above: bool) -> Line2D:
+    """The legend entry of the receiver-window lines; says why cwnd may be drawn above them."""
+    note = "\ncwnd above it: fast-recovery inflation\n(RFC 6582); in flight stays ≤ rwnd" if above else ""
+    sizes = "/".join(str(w) for w in sorted(windows))
+    return Line2D([], [], color="k", lw=0.7, ls="-.", label=f"receiver window: {sizes} segments{note}")
 
 
 def _points(res: Results) -> list[tuple]:
@@ -79,55 +125,81 @@ def _time_series(res: Results, out: Path, point: tuple) -> list[str]:
     flows = list(scn.measure.flows)
     files = []
     for kind, col, ylabel in (("cwnd", 1, "cwnd (segments)"), ("seq", 2, "sequence number (segments acked)")):
-        fig, axes = plt.subplots(len(flows), 1, figsize=(8, 2.8 * len(flows) + 0.8), squeeze=False, sharex=True)
+        fig, axes = _figure(len(flows), 1, 10, 2.8 * len(flows) + 0.8, sharex=True)
         drawn = False
+        legend: dict[str, Any] = {}          # label -> handle: one legend for every panel
+        windows: set[int] = set()
+        above = False                        # cwnd drawn above the receiver window somewhere
         for ax, flow in zip(axes[:, 0], flows):
+            top = 0.0
             for rec in recs:
                 data = rec.data.flows.get(flow) if rec.data else None
                 series = _series(data.trace, lo, hi) if data else ([], [], [])
                 if series[0]:
                     ax.plot(series[0], series[col], lw=1.0, label=rec.variant, drawstyle="steps-post")
+                    top = max(top, *series[col])
                     drawn = True
-            _decorate(ax, recs[0])
+            handles = ax.get_legend_handles_labels()[0] + _decorate(ax, recs[0])
+            if kind == "cwnd":
+                flow_windows = {r.scenario.flow(flow).tcp.window for r in recs}
+                for w in flow_windows:
+                    ax.axhline(w, color="k", lw=0.7, ls="-.", zorder=1)
+                windows |= flow_windows
+                above = above or top > min(flow_windows)
             ax.set_ylabel(ylabel if len(flows) == 1 else f"{flow}: {ylabel.split(' (')[0]}")
-            ax.legend(fontsize=8, loc="best")
+            for h in handles:
+                legend.setdefault(h.get_label(), h)
+        _legend(fig, list(legend.values()) + ([_rwnd_entry(windows, above)] if windows else []))
         axes[-1, 0].set_xlabel("time (s)")
         fig.suptitle(_title(res, point, ylabel.split(" (")[0]), fontsize=10)
-        fig.tight_layout()
         if drawn:
             name = f"{kind}-{point_slug(point)}.png"
-            fig.savefig(out / name, dpi=DPI)
+            _save(fig, out / name)
             files.append(name)
         plt.close(fig)
-    links = list(scn.measure.queue_links)
-    if links:
-        fig, axes = plt.subplots(len(recs), len(links), figsize=(6 * len(links) + 1, 2.3 * len(recs) + 0.8),
-                                 squeeze=False, sharex=True)
-        for i, rec in enumerate(recs):
-            for j, link in enumerate(links):
-                ax = axes[i, j]
-                rows = [r for r in (rec.data.queue_rows if rec.data else []) if r[1] == link and lo <= r[0] <= hi]
-                ax.plot([r[0] for r in rows], [r[3] for r in rows], lw=0.8, label="queue (data)")
-                q = next((c.queue for c in scn.topology.cells if c.name == link), None)
-                if q is not None and q.aqm != "droptail":  # drop-tail keeps no average
-                    ax.plot([r[0] for r in rows], [r[5] for r in rows], lw=1.2,
-                            label="average (non-priority)" if q.aqm == "mred" else "average")
-                    for th in (q.min_th, q.max_th):
-                        ax.axhline(th, color="0.5", lw=0.6, ls=":")
-                _decorate(ax, rec)
-                ax.set_title(f"{rec.variant}: {link}", fontsize=9)
-                ax.set_ylabel("packets")
-                if i == 0 and j == 0:
-                    ax.legend(fontsize=8, loc="upper left")
-        for ax in axes[-1, :]:
-            ax.set_xlabel("time (s)")
-        fig.suptitle(_title(res, point, "queue and average queue"), fontsize=10)
-        fig.tight_layout()
+    if scn.measure.queue_links:
         name = f"queue-{point_slug(point)}.png"
-        fig.savefig(out / name, dpi=DPI)
-        plt.close(fig)
+        _queues(res, recs, point, out / name)
         files.append(name)
     return files
+
+
+def _queues(res: Results, recs: list[RunRecord], point: tuple, path: Path) -> None:
+    """Queue and average queue of each sampled link (columns) for each variant (rows)."""
+    scn = recs[0].scenario
+    lo, hi = scn.measure.plot_range
+    links = list(scn.measure.queue_links)
+    fig, axes = _figure(len(recs), len(links), 6 * len(links) + 3.5, 2.3 * len(recs) + 0.8, sharex=True)
+    legend: dict[str, Any] = {}          # label -> handle, in order of first appearance
+    for i, rec in enumerate(recs):
+        for j, link in enumerate(links):
+            ax = axes[i, j]
+            rows = [r for r in (rec.data.queue_rows if rec.data else []) if r[1] == link and lo <= r[0] <= hi]
+            times = [r[0] for r in rows]
+            (queue,) = ax.plot(times, [r[3] for r in rows], lw=0.8, color="C0", label="queue (data packets)")
+            legend.setdefault("queue", queue)
+            q = next((c.queue for c in rec.scenario.topology.cells if c.name == link), None)
+            red = q is not None and q.aqm in ("red", "mred")
+            if red or any(r[5] for r in rows):   # a drop-tail queue has an average where the backend keeps one
+                label = {"mred": "average (non-priority, M-RED)", "red": "average (RED)"}.get(
+                    q.aqm if q else "", "average (the switch's EWMA; drop-tail ignores it)")
+                (average,) = ax.plot(times, [r[5] for r in rows], lw=1.2, color="C1", label=label)
+                legend.setdefault(label, average)
+            if red and q is not None:
+                for th in (q.min_th, q.max_th):
+                    ax.axhline(th, color="0.5", lw=0.6, ls=":")
+                legend.setdefault("th", Line2D([], [], color="0.5", lw=0.6, ls=":", label="min_th, max_th"))
+            for h in _decorate(ax, rec):
+                legend.setdefault(h.get_label(), h)
+            ax.set_title(f"{rec.variant}: {link}", fontsize=9)
+            ax.set_ylabel("packets")
+    for ax in axes[-1, :]:
+        ax.set_xlabel("time (s)")
+    _legend(fig, list(legend.values()))
+    averaged = any(label.startswith("average") for label in legend)
+    what = "queue and average queue" if averaged else "queue (drop-tail: no average kept)"
+    fig.suptitle(_title(res, point, what), fontsize=10)
+    _save(fig, path)
 
 
 def _bars(res: Results, out: Path) -> list[str]:
@@ -139,9 +211,11 @@ def _bars(res: Results, out: Path) -> list[str]:
     labels = sf.labels
     means = [res.mean((), lab, q.key) / 1e6 for lab in labels]
     sds = [res.spread((), lab, q.key) / 1e6 for lab in labels]
-    fig, ax = plt.subplots(figsize=(1.6 * len(labels) + 3, 3.8))
+    fig, axes = _figure(1, 1, 1.6 * len(labels) + 4.5, 3.8)
+    ax = axes[0, 0]
     xs = range(len(labels))
-    ax.bar(xs, means, yerr=sds if res.repeats > 1 else None, color="tab:blue", alpha=0.8, label="ours")
+    ax.bar(xs, means, yerr=sds if res.repeats > 1 else None, color="tab:blue", alpha=0.8,
+           label="ours" + (f" (mean ± sd of {res.repeats})" if res.repeats > 1 else ""))
     pub = sf.published
     if pub is not None and pub.values:
         pv = [pub.values.get(lab, {}).get("throughput") for lab in labels]
@@ -150,17 +224,14 @@ def _bars(res: Results, out: Path) -> list[str]:
     ideal = (res.records[0].detail.get("ideal_bps") or {}).get(q.window)
     if ideal:
         ax.axhline(ideal / 1e6, color="k", ls="--", lw=1, label=f"ideal {ideal / 1e6:.3f} Mb/s")
-    for x, m in zip(xs, means):
-        ax.annotate(f"{m:.3f}" + (f"\n{100 * m * 1e6 / ideal:.0f} %" if ideal else ""), (x, m),
-                    ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(list(xs), labels)
+    # the numbers go under the bars, with their names: no line or marker can strike them
+    ax.set_xticks(list(xs), [f"{lab}\n{m:.3f} Mb/s" + (f"\n{100 * m * 1e6 / ideal:.0f} % of ideal" if ideal else "")
+                             for lab, m in zip(labels, means)], fontsize=8)
     ax.set_ylabel(f"{q.metric.replace('_', ' ')} (Mb/s), window {q.window}")
-    ax.set_ylim(0, max([*means, ideal / 1e6 if ideal else 0]) * 1.25 or 1)
-    ax.legend(fontsize=8, loc="upper left")
-    ax.set_title(sf.title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(out / "throughput.png", dpi=DPI)
-    plt.close(fig)
+    ax.set_ylim(0, max([*means, ideal / 1e6 if ideal else 0]) * 1.1 or 1)
+    _legend(fig, ax.get_legend_handles_labels()[0])
+    fig.suptitle(sf.title, fontsize=10)
+    _save(fig, out / "throughput.png")
     return ["throughput.png"]
 
 
@@ -173,17 +244,19 @@ def _sweeps(res: Results, out: Path) -> list[str]:
     files = []
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in axis.values)
     for q in scn.measure.table:
-        fig, ax = plt.subplots(figsize=(7, 4))
+        fig, axes = _figure(1, 1, 9, 4)
+        ax = axes[0, 0]
         others = sf.points()
         scale = 1e6 if q.metric in RATE_METRICS else 0.01 if q.metric in FRACTION_METRICS else 1
         pub = sf.published
-        marked = False
+        marked = dashed = False
         for c, lab in enumerate(sf.labels):
             color = f"C{c % 10}"
             published = (pub.values.get(lab, {}).get(q.metric) if pub is not None and q.window == pub.window
                          else None)
             if published is not None:
                 ax.axhline(published / scale, color=color, lw=0.8, ls="--")
+                dashed = True
             at = [(p[0][1] if numeric else axis.values.index(p[0][1]), v) for p in others
                   if (v := published_value(res, p, lab, q)) is not None and v != published]
             if at:
@@ -204,19 +277,23 @@ def _sweeps(res: Results, out: Path) -> list[str]:
                             ls=("-", "-.", ":", (0, (5, 1)))[g % 4])
         if not numeric:
             ax.set_xticks(range(len(axis.values)), [str(v) for v in axis.values])
+            if len(axis.values) > 4:    # e.g. 1Mbps .. 11Mbps: turned, they do not run into each other
+                plt.setp(ax.get_xticklabels(), rotation=45, ha="right", rotation_mode="anchor")
         ax.set_xlabel(axis.label)
         ax.set_ylabel(f"{q.metric.replace('_', ' ')}" + (f" of {q.flow}" if q.flow else f" on {q.link}" if q.link else "")
                       + f" ({unit(q.metric)})")
         ax.grid(True, lw=0.3)
-        ax.legend(fontsize=7)
-        notes = [n for n, on in (("dashed: published", pub is not None and any(
-            q.metric in v for v in pub.values.values()) and q.window == pub.window),
-            ("◆: published at that point", marked)) if on]
-        ax.set_title(sf.title + (f"\n({'; '.join(notes)})" if notes else ""), fontsize=10)
-        fig.tight_layout()
+        handles = ax.get_legend_handles_labels()[0]
+        if dashed:
+            handles.append(Line2D([], [], color="0.3", lw=0.8, ls="--", label="published (dashed, in the variant's "
+                                                                              "colour)"))
+        if marked:
+            handles.append(Line2D([], [], marker="D", ms=5, ls="", color="0.5", markeredgecolor="k",
+                                  label="published at that point"))
+        _legend(fig, handles)
+        fig.suptitle(sf.title, fontsize=10)
         name = f"sweep-{q.metric}-{q.flow or q.link or 'all'}.png".replace(">", "").replace("/", "-")
-        fig.savefig(out / name, dpi=DPI)
-        plt.close(fig)
+        _save(fig, out / name)
         files.append(name)
     return files
 

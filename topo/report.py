@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from topo.runner import Results, point_label
 from topo.scenario import Expectation, Quantity, QueueSpec, Scenario
-from topo.scenario_model import FRACTION_METRICS, RATE_METRICS
+from topo.scenario_model import FRACTION_METRICS, RATE_METRICS, paper_ref
 from topo.units import format_rate
 
 
@@ -438,7 +438,7 @@ def render(res: Results, figures: list[str]) -> str:
     sf = res.scenario_file
     scn0 = res.records[0].scenario
     lines = [f"# {sf.title}", "",
-             f"Scenario `{sf.source}` (paper notes: `{sf.paper}.md`) · backend **{res.backend}**"
+             f"Scenario `{sf.source}` (paper: `{paper_ref(sf.paper)}`) · backend **{res.backend}**"
              + (f" ({res.backend_reason})" if res.backend_reason else "")
              + f" · run `{res.run_id}` · {len(res.records)} runs in {res.wall_seconds:.1f} s wall", ""]
     if sf.overrides:

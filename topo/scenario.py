@@ -18,12 +18,11 @@ import copy
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
-
-import yaml
+from typing import Any, Callable, Collection, Iterator
 
 from hosts.cc import SCHEMES
-from topo.fields import (Obj, a_list, address, boolean, item_path, name_of, number, positive_time, probability,
+from p4handoff.yamlfile import read_yaml
+from topo.fields import (Declared, Known, Obj, a_list, address, boolean, item_path, name_of, number, positive_time, probability,
                          rate_or_none, text, time_value, whole)
 from topo.rawdoc import expand_counts, get_path, set_path, split_path
 from topo.scenario_model import (AQMS, COMPARED, FLOW_METRICS, FRACTION_METRICS, HEADER_BYTES, LINK_METRICS, METRICS,
@@ -94,7 +93,7 @@ def _queue(data: Any, path: str, errors: Errors, mean_pkt: int) -> QueueSpec | N
     return QueueSpec(aqm, limit, dummy_threshold=dummy) if limit is not None and aqm else None
 
 
-def _topology(data: Any, errors: Errors, mean_pkt: int) -> Topology | None:
+def _topology(data: Any, errors: Errors, mean_pkt: int, declared: Declared) -> Topology | None:
     path = "topology"
     o = Obj(data, path, errors, ("correspondents", "routers", "base_stations", "links", "cells",
                                   "mobile_hosts", "background_hosts"))
@@ -104,6 +103,7 @@ def _topology(data: Any, errors: Errors, mean_pkt: int) -> Topology | None:
     for key in ("correspondents", "routers", "base_stations", "links", "cells", "mobile_hosts", "background_hosts"):
         raw = o.get(key, a_list, required=key in ("correspondents", "base_stations", "cells"), default=[])
         sections[key] = expand_counts(raw, f"{path}.{key}", errors)
+        declared.declare(key, sections[key])
     names: dict[str, str] = {}
     addrs: dict[str, str] = {}
 
@@ -150,7 +150,7 @@ def _topology(data: Any, errors: Errors, mean_pkt: int) -> Topology | None:
             bss.append(BaseStationSpec(name, b.get("ipf", boolean, default=False),
                                        b.get("ipf_limit", whole(1, 65535), default=64),
                                        b.get("forward_delay", time_value, default=0.0)))
-    bs_names = {b.name for b in bss}
+    bs_names = declared("base_stations")
     cells: list[CellSpec] = []
     for k, item in enumerate(sections["cells"]):
         p = item_path(f"{path}.cells", k, item)
@@ -159,7 +159,7 @@ def _topology(data: Any, errors: Errors, mean_pkt: int) -> Topology | None:
         claim_name(name, p)
         bs = c.get("bs", name_of, required=True)
         if bs is not None and bs not in bs_names:
-            errors.add(f"{p}.bs", f"no base station named {bs!r} (base stations: {', '.join(sorted(bs_names)) or 'none'})")
+            errors.add(f"{p}.bs", f"no base station named {bs!r} (base stations: {', '.join(bs_names) or 'none'})")
         rate = c.get("rate", parse_rate, required=True)
         delay = c.get("delay", time_value, required=True)
         loss = c.get("loss", probability, default=0.0)
@@ -172,7 +172,7 @@ def _topology(data: Any, errors: Errors, mean_pkt: int) -> Topology | None:
         up_limit = up.get("queue_limit", whole(1, 65535), default=100)
         if None not in (name, bs, rate, delay, queue):
             cells.append(CellSpec(name, bs, rate, delay, loss, queue, up_rate, up_loss, up_limit))
-    cell_names = {c.name for c in cells}
+    cell_names = declared("cells")
     mhs: list[MobileHostSpec] = []
     for k, item in enumerate(sections["mobile_hosts"]):
         p = item_path(f"{path}.mobile_hosts", k, item)
@@ -215,7 +215,7 @@ def _topology(data: Any, errors: Errors, mean_pkt: int) -> Topology | None:
             errors.add(f"{p}.cell", f"no cell named {cell!r}")
         if name and addr and cell:
             bgs.append(BackgroundHostSpec(name, addr, cell))
-    wired_nodes = {h.name for h in hosts} | set(routers) | bs_names
+    wired_nodes = declared("correspondents", "routers", "base_stations")
     links: list[LinkSpec] = []
     host_links: dict[str, int] = {}
     for k, item in enumerate(sections["links"]):
@@ -274,13 +274,14 @@ def _topology(data: Any, errors: Errors, mean_pkt: int) -> Topology | None:
 
 # -- flows, measurement, published ------------------------------------------------------------------------
 
-def _flows(raw: Any, errors: Errors, topo: Topology, tcp: TcpSpec, scheme: str | None,
+def _flows(raw: Any, errors: Errors, declared: Declared, tcp: TcpSpec, scheme: str | None,
            duration: float) -> list[FlowSpec]:
     items = expand_counts(raw if isinstance(raw, list) else [], "flows", errors)
+    declared.declare("flows", items)
     if not isinstance(raw, list) or not raw:
         errors.add("flows", "required: at least one flow")
         return []
-    hosts = set(topo.host_names())
+    hosts = declared("correspondents", "mobile_hosts", "background_hosts")
     seen: set[str] = set()
     out: list[FlowSpec] = []
     for k, item in enumerate(items):
@@ -293,7 +294,7 @@ def _flows(raw: Any, errors: Errors, topo: Topology, tcp: TcpSpec, scheme: str |
         src, dst = o.get("from", name_of, required=True), o.get("to", name_of, required=True)
         for key, host in (("from", src), ("to", dst)):
             if host is not None and host not in hosts:
-                errors.add(f"{p}.{key}", f"no host named {host!r} (hosts: {', '.join(sorted(hosts))})")
+                errors.add(f"{p}.{key}", f"no host named {host!r} (hosts: {', '.join(hosts)})")
         if src is not None and src == dst:
             errors.add(f"{p}.to", "a flow needs two different hosts")
         sch = o.get("scheme", text, required=True)
@@ -326,22 +327,24 @@ def _window_time(v: Any, marks: dict[str, float]) -> float:
         raise ValueError(f"not a time or a timeline mark: {v!r} (marks: {', '.join(sorted(marks)) or 'none'})") from None
 
 
-def _link_names(topo: Topology) -> set[str]:
+def _link_names(topo: Topology, declared: Declared | None = None) -> Collection[str]:
+    """Cells and wired directions ('a->b') a quantity may name (with `declared`: every cell the file declares)."""
     names = {c.name for c in topo.cells}
     for link in topo.links:
         names |= {f"{link.a}->{link.b}", f"{link.b}->{link.a}"}
-    return names
+    return names if declared is None else declared("cells") | Known(names)
 
 
-def _quantity(data: Any, path: str, errors: Errors, flows: set[str], links: set[str], windows: set[str],
-              default_window: str | None) -> Quantity | None:
+def _quantity(data: Any, path: str, errors: Errors, flows: Collection[str], links: Collection[str],
+              windows: Collection[str], default_window: str | None) -> Quantity | None:
     o = Obj(data, path, errors, ("metric", "flow", "link", "window"))
     metric = o.get("metric", lambda v: v if v in METRICS else (_ for _ in ()).throw(
         ValueError(f"must be one of {', '.join(METRICS)}, got {v!r}")), required=True)
     flow, link = o.get("flow", name_of), o.get("link", text)
     window = o.get("window", text, default=default_window)
     if window is None and o.ok:
-        errors.add(f"{path}.window", "required (no measurement window is defined)")
+        if not (isinstance(windows, Known) and windows.open):   # else the unnamed window is the default
+            errors.add(f"{path}.window", "required (no measurement window is defined)")
     elif window not in windows and window is not None:
         errors.add(f"{path}.window", f"no window named {window!r} (windows: {', '.join(sorted(windows))})")
     if metric in FLOW_METRICS and flow is None:
@@ -358,13 +361,14 @@ def _quantity(data: Any, path: str, errors: Errors, flows: set[str], links: set[
                     link if metric in LINK_METRICS else None)
 
 
-def _measure(data: Any, errors: Errors, topo: Topology, flows: list[FlowSpec], marks: dict[str, float],
-             duration: float) -> Measure | None:
+def _measure(data: Any, errors: Errors, topo: Topology, declared: Declared, flows: list[FlowSpec],
+             marks: dict[str, float], duration: float) -> Measure | None:
     path = "measure"
     o = Obj(data, path, errors, ("windows", "flows", "ideal", "table", "queues", "series_interval", "plot_range"))
     if not o.ok:
         return None
     windows: list[Window] = []
+    declared.declare("windows", o.raw("windows"))
     for k, item in enumerate(o.get("windows", a_list, required=True) or []):
         p = item_path(f"{path}.windows", k, item)
         w = Obj(item, p, errors, ("name", "from", "to", "length"))
@@ -383,9 +387,9 @@ def _measure(data: Any, errors: Errors, topo: Topology, flows: list[FlowSpec], m
             errors.add(p, f"window ends at {t1:g} s, after the run ({duration:g} s)")
         else:
             windows.append(Window(name, t0, t1))
-    wnames = {w.name for w in windows}
-    flow_names = [f.name for f in flows]
-    measured = o.get("flows", a_list, default=flow_names) or []
+    wnames = declared("windows")
+    flow_names = declared("flows")
+    measured = o.get("flows", a_list, default=[f.name for f in flows]) or []
     for k, f in enumerate(measured):
         if f not in flow_names:
             errors.add(f"{path}.flows[{k}]", f"no flow named {f!r}")
@@ -393,10 +397,10 @@ def _measure(data: Any, errors: Errors, topo: Topology, flows: list[FlowSpec], m
     if o.has("ideal"):
         i = Obj(o.raw("ideal"), f"{path}.ideal", errors, ("mh", "source", "outages"))
         mh = i.get("mh", name_of, required=True)
-        if mh is not None and mh not in {m.name for m in topo.mobile_hosts}:
+        if mh is not None and mh not in declared("mobile_hosts"):
             errors.add(f"{path}.ideal.mh", f"no mobile host named {mh!r}")
         source = i.get("source", name_of, default=next((f.src for f in flows if f.dst == mh), None))
-        if source is not None and source not in {h.name for h in topo.correspondents}:
+        if source is not None and source not in declared("correspondents"):
             errors.add(f"{path}.ideal.source", f"no correspondent named {source!r}")
         elif source is None and i.ok:
             errors.add(f"{path}.ideal.source", "required (no flow goes to the mobile host)")
@@ -404,11 +408,12 @@ def _measure(data: Any, errors: Errors, topo: Topology, flows: list[FlowSpec], m
             ValueError(f"must be one of {', '.join(OUTAGE_RULES)}, got {v!r}")), required=True)
         if None not in (mh, source, outages):
             ideal = IdealSpec(mh, source, outages)
-    links = _link_names(topo)
-    default_window = windows[0].name if windows else None
+    links = _link_names(topo, declared)
+    first = (o.raw("windows") or [None])[0] if isinstance(o.raw("windows"), list) else None
+    default_window = first.get("name") if isinstance(first, dict) else None   # even if that window has errors
     table = []
     for k, item in enumerate(o.get("table", a_list, required=True) or []):
-        q = _quantity(item, f"{path}.table[{k}]", errors, set(flow_names), links, wnames, default_window)
+        q = _quantity(item, f"{path}.table[{k}]", errors, flow_names, links, wnames, default_window)
         if q is not None:
             if q.metric in ("ideal", "percent_of_ideal") and ideal is None:
                 errors.add(f"{path}.table[{k}].metric", f"{q.metric} needs measure.ideal")
@@ -452,7 +457,7 @@ def _metric_values(entry: Any, p: str, errors: Errors) -> dict[str, float]:
 
 
 def _published(data: Any, errors: Errors, labels: list[str], windows: set[str], flows: set[str],
-               links: set[str], sweep: tuple[SweepAxis, ...] = (),
+               links: Collection[str], sweep: tuple[SweepAxis, ...] = (),
                table: tuple[Quantity, ...] = ()) -> Published | None:
     path = "published"
     o = Obj(data, path, errors, ("source", "window", "ideal", "values", "points", "findings", "expect"))
@@ -589,6 +594,28 @@ class ScenarioFile:
             for variant in self.variants:
                 yield variant, point, self.resolve(variant, point)
 
+    def random_elements(self) -> list[str]:
+        """What in any of its runs draws from the seed in the simulator; with nothing, repeats are identical."""
+        found: set[str] = set()
+        for _, _, scn in self.runs():
+            found.update(random_elements(scn))
+        return sorted(found)
+
+
+def random_elements(scn: Scenario) -> list[str]:
+    """The simulator's random draws in `scn`: random loss, RED/M-RED drops and randomised schemes.
+
+    Nothing else depends on the seed (sequence numbers and timestamp offsets do, but never the outcome).
+    """
+    topo = scn.topology
+    out = [f"random loss on {c.name}" for c in topo.cells if c.loss or c.up_loss]
+    out += [f"random loss on {li.name}" for li in topo.links if li.loss or li.reverse_loss]
+    queues = [(c.name, c.queue) for c in topo.cells] + [(li.name, q) for li in topo.links
+                                                        for q in (li.queue, li.reverse_queue)]
+    out += [f"{q.aqm.upper()} queue on {name}" for name, q in queues if q is not None and q.aqm != "droptail"]
+    out += [f"scheme {f.scheme}" for f in scn.flows if SCHEMES[f.scheme].randomised]  # type: ignore[attr-defined]
+    return out
+
 
 def _point_text(point: tuple[tuple[str, Any], ...]) -> str:
     return ", ".join(f"{path}={value}" for path, value in point)
@@ -610,7 +637,8 @@ def _validate(doc: dict, errors: Errors, variant: Variant, point: tuple) -> Scen
         errors.add("tcp", "required: packet_size, window, iw, min_rto, delayed_ack (the papers leave them open)")
     assumptions = tuple(str(a) for a in (o.get("assumptions", a_list, default=[]) or []))
     mean_pkt = (tcp.packet_size if tcp else 1000) + HEADER_BYTES
-    topo = _topology(o.raw("topology"), errors, mean_pkt) if o.has("topology") else None
+    declared = Declared()
+    topo = _topology(o.raw("topology"), errors, mean_pkt, declared) if o.has("topology") else None
     if not o.has("topology"):
         errors.add("topology", "required")
     if topo is None or duration is None or tcp is None:
@@ -618,19 +646,19 @@ def _validate(doc: dict, errors: Errors, variant: Variant, point: tuple) -> Scen
     marks: dict[str, float] = {}
     raw_mhs = expand_counts((o.raw("topology") or {}).get("mobile_hosts") or [], "topology.mobile_hosts", Errors())
     ops: list[MobilityOp] = []
-    cells = {c.name for c in topo.cells}
+    cells = declared("cells")
     for m in topo.mobile_hosts:
         raw = next((r for r in raw_mhs if isinstance(r, dict) and r.get("name") == m.name), {})
         ops += moves(m, raw.get("moves"), f"topology.mobile_hosts[{m.name}].moves", errors, cells, marks)
     mobility = resolve_mobility(topo, ops, duration, errors)
-    flows = _flows(o.raw("flows"), errors, topo, tcp, variant.scheme, duration)
+    flows = _flows(o.raw("flows"), errors, declared, tcp, variant.scheme, duration)
     for f in flows:
         for host in (f.src, f.dst):
             m = next((m for m in topo.mobile_hosts if m.name == host), None)
             if m is not None and m.start is None and not any(op.mh == m.name and op.op == "handoff" for op in mobility):
                 errors.add(f"topology.mobile_hosts[{m.name}]", f"flow {f.name} uses it but it never gets a cell "
                            "(give start: {iface, cell} or a move)")
-    measure = _measure(o.raw("measure"), errors, topo, flows, marks, duration) if o.has("measure") else None
+    measure = _measure(o.raw("measure"), errors, topo, declared, flows, marks, duration) if o.has("measure") else None
     if not o.has("measure"):
         errors.add("measure", "required")
     if errors or None in (name, title, paper, measure):
@@ -777,13 +805,7 @@ def read_document(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict:
     path = Path(path)
     if path.resolve() in _seen:
         raise ScenarioError(str(path), [("extends", "files extend each other in a cycle")])
-    text = path.read_text()
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(top)"
-        raise ScenarioError(str(path), [(where, f"not valid YAML: {getattr(exc, 'problem', exc)}")]) from None
+    doc = read_yaml(path, ScenarioError)
     if not isinstance(doc, dict) or "extends" not in doc:
         return doc
     base_name = doc.pop("extends")
@@ -801,5 +823,5 @@ def read_document(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict:
 
 def load(path: str | Path, overrides: tuple[tuple[str, Any], ...] = (), extra_sweep: tuple[SweepAxis, ...] = (),
          schemes: tuple[str, ...] = ()) -> ScenarioFile:
-    """Read and validate a scenario file (ScenarioError with every problem; OSError if unreadable)."""
+    """Read and validate a scenario file (ScenarioError with every problem, or the one with the file)."""
     return parse(read_document(path), str(path), overrides, extra_sweep, schemes)

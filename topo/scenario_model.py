@@ -9,6 +9,8 @@ from typing import Any
 from p4handoff.wire import AQM_MODES
 
 PAPERS = ("handoff-ssthresh", "dsbp", "ucc", "ipf-mred", "none")
+#: The project's account of the papers: each key above but `none` is the anchor of its section.
+PAPERS_DOC = "docs/papers.md"
 AQMS = tuple(AQM_MODES)      # droptail, red, mred: the P4 program's AQM_MODE_* (p4handoff/wire.py)
 OUTAGE_RULES = ("excluded", "credited")
 FLOW_METRICS = ("throughput", "percent_of_ideal", "loss_rate", "data_losses", "delivered_bytes", "dummies_sent")
@@ -22,6 +24,11 @@ COMPARED = "compared"
 HEADER_BYTES = 52  # IPv4 + TCP + timestamp option: a 1000-byte segment is 1052 bytes on the wire
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
 SCENARIO_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+
+
+def paper_ref(paper: str) -> str:
+    """Where a scenario's paper is described, as reports print it (`docs/papers.md#dsbp`)."""
+    return "none (beyond the four papers)" if paper == "none" else f"{PAPERS_DOC}#{paper}"
 
 
 @dataclass(frozen=True)

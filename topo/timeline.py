@@ -1,7 +1,7 @@
 """The mobility timeline of a scenario: moves (switch, alternate, visits, overlap, primitives) → ordered, checked ops."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Collection
 
 from topo.fields import Obj, a_list, boolean, name_of, number, positive_time, time_value, whole
 from topo.scenario_model import MobileHostSpec, MobilityOp, Topology
@@ -43,7 +43,7 @@ def _times(v: Any) -> list[float]:
     return [parse_time(v)]
 
 
-def moves(mh: MobileHostSpec, raw: Any, path: str, errors: Errors, cells: set[str],
+def moves(mh: MobileHostSpec, raw: Any, path: str, errors: Errors, cells: Collection[str],
            marks: dict[str, float]) -> list[MobilityOp]:
     ops: list[MobilityOp] = []
     if raw is None:

@@ -10,21 +10,18 @@ import math
 import re
 from dataclasses import dataclass, field
 
-_RATE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([kKMG]?)\s*(?:bps|b/s|bit/s)\s*$")
-_TIME_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(us|µs|ms|s|min)\s*$")
+from p4handoff.yamlfile import DocumentError
+
+_RATE_RE = re.compile(r"^\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([kKMG]?)\s*(?:bps|b/s|bit/s)\s*$")
+_TIME_RE = re.compile(r"^\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(us|µs|ms|s|min)\s*$")
 _RATE_MULT = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
 _TIME_MULT = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0}
 
 
-class ScenarioError(ValueError):
+class ScenarioError(DocumentError):
     """A scenario that cannot be run; `errors` lists every (field path, problem)."""
 
-    def __init__(self, source: str, errors: list[tuple[str, str]]) -> None:
-        self.source = source
-        self.errors = list(errors)
-        lines = [f"{source}: {len(errors)} error(s) in scenario"]
-        lines += [f"  {path}: {problem}" for path, problem in errors]
-        super().__init__("\n".join(lines))
+    kind = "scenario"
 
 
 @dataclass

@@ -5,6 +5,7 @@ maps each name to its class. Each scheme lives in its own module.
 """
 from __future__ import annotations
 
+import sys
 from typing import Callable
 
 from hosts.cc.base import AckInfo, CongestionControl, SenderControl
@@ -32,6 +33,13 @@ SCHEMES: dict[str, Callable[..., CongestionControl]] = {
 }
 
 
+def scheme_summary(name: str) -> str:
+    """One line on scheme `name` for help texts: its class's docstring, else its module's."""
+    factory = SCHEMES[name]
+    doc = factory.__doc__ if "__doc__" in vars(factory) and factory.__doc__ else sys.modules[factory.__module__].__doc__
+    return (doc or name).strip().splitlines()[0]
+
+
 def make_scheme(name: str, **params: object) -> CongestionControl:
     """A new instance of scheme `name` with its parameters; ValueError for an unknown name."""
     try:
@@ -41,4 +49,4 @@ def make_scheme(name: str, **params: object) -> CongestionControl:
     return factory(**params)
 
 
-__all__ = ["AckInfo", "CongestionControl", "SenderControl", "SCHEMES", "make_scheme"]
+__all__ = ["AckInfo", "CongestionControl", "SenderControl", "SCHEMES", "make_scheme", "scheme_summary"]

@@ -96,6 +96,8 @@ class CongestionControl:
     #: RFC 6582: a partial ACK keeps fast recovery going and retransmits the next
     #: hole. False (Reno, RFC 5681 3.2) ends recovery at the first ACK of new data.
     partial_acks = True
+    #: The scheme draws random numbers (from the run's seed): repeats with other seeds differ.
+    randomised = False
 
     def __init__(self) -> None:
         self._ctl: SenderControl | None = None

@@ -56,6 +56,7 @@ class State(Enum):
 
 class Cdg(CongestionControl):
     name = "cdg"
+    randomised = True   # probabilistic back-off (scheme_rng)
 
     def __init__(self, window: int = 8, backoff_beta: float = 0.7071, backoff_factor: float = 42,
                  hystart_detect: int = 3, use_ineff: int = 5, use_shadow: bool = True,

@@ -46,6 +46,7 @@ ABC_L = 2  # net.inet.tcp.abc_l_var
 
 class Chd(CongestionControl):
     name = "chd"
+    randomised = True   # probabilistic back-off (scheme_rng)
 
     def __init__(self, qthresh: float = 0.020, qmin: float = 0.005, pmax: float = 0.5, loss_fair: bool = True,
                  use_max: bool = True, seed: int = 0) -> None:

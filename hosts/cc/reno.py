@@ -8,7 +8,7 @@ window. Further losses of that window then need three new duplicate ACKs,
 which `recover` (RFC 6582's guard, also in ns-2's Reno with `bug_fix_`)
 refuses until the window is acknowledged, so they are repaired by the
 retransmission timer. That timeout on a multi-loss window is what makes a
-burst of RED drops synchronise Reno flows (ipf-mred.md).
+burst of RED drops synchronise Reno flows (docs/papers.md#ipf-mred).
 """
 from __future__ import annotations
 

@@ -59,7 +59,7 @@ class Router(Node):
 class BaseStation(Router):
     """A router that serves cells; with `ipf`, it buffers and forwards at handoff.
 
-    IPF (ipf-mred.md): when a mobile host's active interface leaves this
+    IPF (docs/papers.md#ipf-mred): when a mobile host's active interface leaves this
     BS's cell, the packets for its home address that were waiting in the
     cell's downlink queue, those lost on the air at that moment, and those
     arriving until the forward are kept (up to `ipf_limit`); `forward_delay`

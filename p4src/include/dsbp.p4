@@ -1,4 +1,4 @@
-/* DSBP dummy classification (dsbp.md): a TCP segment (or ACK) whose dummy
+/* DSBP dummy classification (docs/papers.md#dsbp): a TCP segment (or ACK) whose dummy
  * flag is set AND whose innermost IPv4 header carries DSCP LE (RFC 8622) is
  * a dummy; either mark alone is an ordinary segment. Dummies get the AQM
  * class DUMMY: lowest egress queue, never in the average, dropped first. */

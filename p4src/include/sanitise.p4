@@ -1,4 +1,4 @@
-/* IPF anti-abuse rule (ipf-mred.md, "Security"): the priority codepoint is
+/* IPF anti-abuse rule (docs/papers.md#ipf-mred: only BS-to-BS traffic may keep it): the priority codepoint is
  * honoured only on the OUTER header of an IPv4-in-IPv4 packet that arrives
  * on a peer port from a configured peer address. Anywhere else (outer
  * header of any other packet, any inner header) it is re-marked to 0 and
