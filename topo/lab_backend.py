@@ -27,6 +27,10 @@ stopping every process it started by its PID:
    per-port counters;
 7. the senders' traces become the flows' delivery curves.
 
+A run may also be given faults (`topo.lab_faults`, used by `make chaos`):
+each kills a switch's BMv2 or the controller with SIGKILL at its instant
+and starts it again through the code above.
+
 What the lab cannot measure per flow (drops of a given flow: the switches
 count per port and class) is reported as unavailable, not guessed.
 """
