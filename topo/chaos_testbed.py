@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.control import ControlError
-from controller.testbed import HostPort, Testbed, mh_ip, mh_name, received_seqs
+from controller.testbed import Collector, Testbed, mh_ip, mh_name, received_seqs
 from p4handoff.netns import stop_process
 from topo.chaos import FaultRun, FlowLoss
 
@@ -36,31 +36,6 @@ TARGETS = ("bs1", "gw", "controller")
 G3_PPS = 450                 # 384 kb/s in these ~106-byte frames: bs2's access queue rate
 FLOWS = (0, 1, 2)            # mh1 moves, mh2 stays at bs1, mh3 stays at bs2
 PATH = {0: ["gw", "bs1", "bs2"], 1: ["gw", "bs1"], 2: ["gw", "bs2"]}
-
-
-class Collector:
-    """Every frame a host port receives, with arrival times, on a thread."""
-
-    def __init__(self, port: HostPort) -> None:
-        self.port = port
-        self.frames: list[tuple[float, bytes]] = []
-        self._stop = threading.Event()
-        self._t = threading.Thread(target=self._run, daemon=True)
-        self._t.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                got = self.port.receive(0.05)
-            except OSError:
-                return
-            now = time.monotonic()
-            self.frames += [(now, f) for f in got]
-
-    def stop(self) -> list[tuple[float, bytes]]:
-        self._stop.set()
-        self._t.join(5)
-        return self.frames
 
 
 class TestbedChaos:
@@ -147,7 +122,9 @@ def one_run(workdir: Path, target: str | None, instant: str | None) -> tuple[Fau
                              timeout=20)
         res.handoff_complete = True
         time.sleep(1.0)
-        frames = {c: col.stop() for c, col in cells.items()}
+        for col in cells.values():
+            col.stop()
+        frames = {c: col.timed for c, col in cells.items()}
         for i in FLOWS:
             got = set()
             for c in ("cell1", "cell2"):
