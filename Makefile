@@ -7,7 +7,7 @@ BUILD := build
 P4_MAIN := p4src/bs.p4
 P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
 
-.PHONY: setup protos lint build build-tofino tofino-resources test unit ptf clean fuzz chaos bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-scale
+.PHONY: setup protos lint build build-tofino tofino-resources test unit ptf clean fuzz chaos chaos-testbed bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-scale
 
 setup: ## install everything installable from apt and PyPI; report what is missing
 	bash scripts/setup.sh
@@ -114,8 +114,12 @@ FUZZ_SEED ?=
 fuzz: build ## fuzzed frames into every port role of a BS on BMv2, each accounted for (needs root; FUZZ_SEED=N to replay, FUZZ_FRAMES=N)
 	$(PY) -m topo.fuzz_bmv2 --frames $(FUZZ_FRAMES) $(if $(FUZZ_SEED),--seed $(FUZZ_SEED)) --json $(BUILD)/fuzz.json
 
-chaos: build ## kill -9 a BS's BMv2, the gateway's and the controller before/during/after a WLAN->3G handoff (needs root; ~5 min)
-	$(PY) -m topo.chaos --json $(BUILD)/chaos.json
+CHAOS_LOCK ?=
+chaos: build ## kill -9 a BS's BMv2, the gateway's and the controller before/during/after a WLAN->3G handoff with IPF, in the Mininet lab (needs root, Mininet; ~10 min; CHAOS_LOCK=FILE: flock it per run)
+	$(PY) -m topo.chaos --where lab --workdir $(BUILD)/chaos --json $(BUILD)/chaos.json $(if $(CHAOS_LOCK),--lock $(CHAOS_LOCK))
+
+chaos-testbed: build ## the same faults on the controller's BMv2 testbed, three UDP flows (needs root; ~2.5 min)
+	$(PY) -m topo.chaos --where testbed --workdir $(BUILD)/chaos-testbed --json $(BUILD)/chaos-testbed.json
 
 clean:
 	rm -rf $(BUILD)

@@ -335,9 +335,9 @@ class Daemon:
         self.counters["writes"] += len(updates)
 
     def _send(self, effect: Effect) -> None:
-        out = self.transmitter.packet_out(effect)
+        out = self.transmitter.packet_out(effect, self._serving)
         client = self.sessions[out.switch].client
-        if client is None or self.states[out.switch] is None:
+        if client is None or not self._serving(out.switch):
             self.counters["dropped_effects"] += 1
             return
         try:
@@ -347,6 +347,10 @@ class Daemon:
             self.log("switch_error", {"switch": out.switch, "during": "packet-out", "error": str(exc).splitlines()[0]})
             return
         self.counters["packet_out"] += 1
+
+    def _serving(self, switch: str) -> bool:
+        """Connected, and its entries are the model's (not waiting for a reconcile)."""
+        return self.sessions[switch].client is not None and self.states[switch] is not None
 
     # ------------------------------------------------------------------ packet-ins
 

@@ -21,6 +21,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,6 +97,32 @@ class HostPort:
 
     def close(self) -> None:
         self.sock.close()
+
+
+class Collector:
+    """Every frame a host port receives, with its arrival time, on a thread, until `stop()`."""
+
+    def __init__(self, port: HostPort) -> None:
+        self.port = port
+        self.timed: list[tuple[float, bytes]] = []     # (time.monotonic() at arrival, frame)
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                got = self.port.receive(0.05)
+            except OSError:              # the testbed closed the socket (a failing test's teardown)
+                return
+            now = time.monotonic()
+            self.timed += [(now, f) for f in got]
+
+    def stop(self) -> list[bytes]:
+        """Stop collecting; the frames in arrival order (their times stay in `timed`)."""
+        self._stop.set()
+        self._t.join(5)
+        return [f for _, f in self.timed]
 
 
 @dataclass

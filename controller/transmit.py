@@ -9,7 +9,8 @@ packets (docs/wire-contract.md, "Controller packet headers").
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Callable
 
 from controller.intents import Notify, Release, Reply, SendToward
 from controller.network import PORT_ACCESS, Network
@@ -33,8 +34,16 @@ class Transmitter:
     def __init__(self, net: Network) -> None:
         self.net = net
 
-    def packet_out(self, effect: Release | SendToward | Notify | Reply) -> PacketOut:
+    def packet_out(self, effect: Release | SendToward | Notify | Reply,
+                   up: Callable[[str], bool] = lambda _switch: True) -> PacketOut:
+        """The packet-out for `effect`; `up(switch)`: is that switch connected and programmed now?
+
+        A release to tunnel from an old BS that is down (killed, restarting) leaves the new BS straight
+        onto the MH's port instead: the old BS would lose it, and the new BS is where it goes anyway.
+        """
         if isinstance(effect, Release):
+            if effect.tunnel and not up(effect.source) and up(effect.target):
+                effect = replace(effect, tunnel=False)
             return self._release(effect)
         if isinstance(effect, SendToward):
             sw, peer = self._sw(effect.switch), self._sw(effect.peer)

@@ -10,6 +10,7 @@ import pytest
 
 from controller.testbed import Testbed
 from p4handoff.netns import unavailable_reason
+from topo import lab_backend
 from topo.bmv2 import bmv2_available
 
 REPO = Path(__file__).resolve().parent.parent
@@ -22,6 +23,14 @@ BMV2_NETNS_MARKS = [
     pytest.mark.skipif(not (REPO / "build" / "bs.json").exists(),
                        reason="build/bs.json not built: p4c-bm2-ss missing or 'make build' not run"),
     pytest.mark.skipif(_netns_why is not None, reason=_netns_why or ""),
+]
+
+_lab_ok, _lab_why = lab_backend.available()
+# the Mininet lab (topo/lab_backend.py): root, BMv2, Mininet, the compiled program
+LAB_MARKS = [
+    pytest.mark.bmv2, pytest.mark.netns, pytest.mark.slow,
+    pytest.mark.skipif(not _lab_ok, reason=f"lab backend unavailable: {_lab_why}"),
+    pytest.mark.skipif(_netns_why is not None, reason=f"netns: {_netns_why}"),
 ]
 
 

@@ -16,36 +16,13 @@ import pytest
 import yaml
 
 from controller.registration import FLAG_D, FLAG_S, ReplyCode
-from controller.testbed import HostPort, Testbed, cell_ip, mh_ip, mh_name, parse_udp_frame, received_seqs
+from controller.testbed import Collector, HostPort, Testbed, cell_ip, mh_ip, mh_name, parse_udp_frame, received_seqs
 from p4handoff.notify import Event, Notification
 from p4handoff.wire import DSCP_IPF_PRIORITY_DEFAULT, IP_PROTO_IPIP, UDP_PORT_HANDOFF_NOTIFY
 from tests.bmv2_support import BMV2_NETNS_MARKS, REPO, running_testbed
 
 pytestmark = BMV2_NETNS_MARKS
 
-
-
-class Collector:
-    """Collects every frame a host port receives, on a thread, until `stop()`."""
-
-    def __init__(self, port) -> None:
-        self.port = port
-        self.frames: list[bytes] = []
-        self._stop = threading.Event()
-        self._t = threading.Thread(target=self._run, daemon=True)
-        self._t.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.frames += self.port.receive(0.1)
-            except OSError:              # the testbed closed the socket (a failing test's teardown)
-                return
-
-    def stop(self) -> list[bytes]:
-        self._stop.set()
-        self._t.join(5)
-        return self.frames
 
 
 def send_stream(tb, i: int, seqs, gap: float, dscp: int = 0) -> threading.Thread:

@@ -148,6 +148,11 @@ def test_packet_outs():
     direct = tx.packet_out(Release("mh1", inner, "bs2", "bs2", 1, "02:aa:00:00:00:01", False))
     assert (direct.switch, direct.egress_port, direct.mark_priority) == ("bs2", 1, True)
     assert Ether(direct.frame).src == "02:00:00:00:01:fe" and bytes(Ether(direct.frame)[IP]) == inner
+    # the old BS is down (killed, restarting): the release leaves the new BS straight onto the MH's port
+    rerouted = tx.packet_out(Release("mh1", inner, "bs1", "bs2", 1, "02:aa:00:00:00:01", True), lambda s: s != "bs1")
+    assert (rerouted.switch, rerouted.egress_port, rerouted.frame) == ("bs2", 1, direct.frame)
+    both_down = tx.packet_out(Release("mh1", inner, "bs1", "bs2", 1, "02:aa:00:00:00:01", True), lambda s: False)
+    assert both_down.switch == "bs1"
     toward = tx.packet_out(SendToward("gw", "bs1", inner))
     assert (toward.switch, toward.egress_port, toward.mark_priority) == ("gw", 2, False)
     note = Notification(Event.HANDOFF, 5, "10.0.1.1", "10.0.1.1", 1, 2)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.testbed import Testbed, mh_ip, mh_name, received_seqs
-from tests.test_ctl_bmv2 import Collector, attach
+from controller.testbed import Collector, Testbed, mh_ip, mh_name, received_seqs
+from tests.test_ctl_bmv2 import attach
 from tests.bmv2_support import BMV2_NETNS_MARKS, running_testbed
 
 pytestmark = BMV2_NETNS_MARKS

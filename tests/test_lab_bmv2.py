@@ -13,19 +13,14 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 import yaml
 
-from p4handoff.netns import unavailable_reason
+from tests.bmv2_support import LAB_MARKS
 from topo import lab_backend
 from topo.runner import run_scenario
 from topo.scenario import parse
 
-_ok, _why = lab_backend.available()
-_netns_why = unavailable_reason()
-pytestmark = [pytest.mark.bmv2, pytest.mark.netns, pytest.mark.slow,
-              pytest.mark.skipif(not _ok, reason=f"lab backend unavailable: {_why}"),
-              pytest.mark.skipif(_netns_why is not None, reason=f"netns: {_netns_why}")]
+pytestmark = LAB_MARKS
 
 SMOKE = {
     "scenario": "lab-smoke", "title": "Lab smoke: one MH hands off between two base stations", "paper": "none",

@@ -1,223 +1,173 @@
-"""`make chaos`: kill -9 a BS's BMv2, the gateway's, or the controller during a WLAN → 3G handoff with IPF.
+"""`make chaos`: kill -9 a base station's BMv2, the gateway's, or the controller before, during and after a
+WLAN → 3G handoff with IPF, and measure what it cost.
 
-The controller's BMv2 testbed (controller/testbed.py: gw, bs1 = WLAN cell,
-bs2 = 3G cell whose access queue is paced to 3G's packet rate, the real
-`p4handoff ctl run`). Three constant-rate UDP flows from the correspondent,
-sequence-numbered so every lost byte is counted: mh1 hands off bs1 → bs2
-(signalled detach, registration 0.3 s later: IPF buffers and flushes it
-priority-marked), mh2 stays at bs1, mh3 stays at bs2. One element is killed
-(SIGKILL, by PID) at a chosen instant — before, during (while mh1 is
-buffered) or after the handoff — and restarted at once.
+Two places to run it, one way to judge it:
 
-Per run: **recovery** = restart → forwarding again (the first packet through
-the restarted switch; for the controller: serving with every switch up and
-mh1's handoff complete); **bytes lost** per flow (UDP payload bytes sent and
-never received); **stale entries**: every switch's entries, read back at the
-end, equal those of the run without a fault. `bytes_lost_non_moving` counts
-the flows of MHs that did not move *and* whose path does not cross the killed
-switch (a killed switch drops what it holds: that loss is reported per flow,
-not hidden). Prints `recovery_ms_p99` and `bytes_lost_non_moving: N`.
+- `--where lab` (default, `topo.chaos_lab`): the Mininet lab running
+  traces/chaos-wlan-to-3g.yaml — TCP flows from the host endpoints, emulated
+  cells, the real controller — plus sequence-numbered UDP probes to every
+  host in a cell;
+- `--where testbed` (`topo.chaos_testbed`, `make chaos-testbed`, ~2.5 min):
+  the controller's three-switch BMv2 testbed with three UDP flows.
+
+Each run kills one element (SIGKILL, by PID) at one instant and starts it
+again at once; a run without a fault is the reference. Per run:
+**recovery** (restart → forwarding again through the restarted element;
+for the controller: serving with every switch up), **bytes lost** per flow
+(UDP: sent and never received; TCP: bytes retransmitted, see
+docs/reliability.md), **stale entries** (any switch whose entries, read back
+at the end, differ from the reference run's). `bytes_lost_non_moving` sums
+the flows to hosts that never move and whose path does not cross the
+killed element (what a killed switch held is lost with it, and reported per
+flow, not hidden). Prints `recovery_ms_p99: N` and `bytes_lost_non_moving: N`.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
-import os
-import signal
 import sys
-import threading
-import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
-
-from controller.control import ControlError
-from controller.testbed import HostPort, Testbed, mh_ip, mh_name, received_seqs
-from p4handoff.netns import stop_process
-
-RATE = 100                   # packets/s per flow
-PAYLOAD = 64                 # UDP payload bytes (4 of them the sequence number)
-DURATION = 9.0               # seconds of traffic (a switch killed at 3.5 s is back well before the end)
-DETACH_AT, REGISTER_AT = 2.0, 2.3
-INSTANTS = {"before": 1.0, "during": 2.15, "after": 3.5}
-TARGETS = ("bs1", "gw", "controller")
-G3_PPS = 450                 # 384 kb/s in these ~106-byte frames: bs2's access queue rate
-FLOWS = {0: "moving", 1: "stays at bs1", 2: "stays at bs2"}
-PATH = {0: {"gw", "bs1", "bs2"}, 1: {"gw", "bs1"}, 2: {"gw", "bs2"}}
-
-
-class Collector:
-    """Every frame a host port receives, with arrival times, on a thread."""
-
-    def __init__(self, port: HostPort) -> None:
-        self.port = port
-        self.frames: list[tuple[float, bytes]] = []
-        self._stop = threading.Event()
-        self._t = threading.Thread(target=self._run, daemon=True)
-        self._t.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                got = self.port.receive(0.05)
-            except OSError:
-                return
-            now = time.monotonic()
-            self.frames += [(now, f) for f in got]
-
-    def stop(self) -> list[tuple[float, bytes]]:
-        self._stop.set()
-        self._t.join(5)
-        return self.frames
+from typing import Any, Protocol
 
 
 @dataclass
-class RunResult:
+class FlowLoss:
+    """What one flow lost in one run.
+
+    `kind` "udp": sequence-numbered datagrams, `lost_bytes` = payload sent and never received (exact).
+    `kind` "tcp": `lost_bytes` = payload bytes retransmitted (the network dropped at most that much; in a
+    scenario whose buffers hold every window, a run without a fault retransmits nothing), `stall_s` = the
+    longest time the receiver got nothing new, `delivered_bytes` = bytes acknowledged by the end.
+    `path`: the elements the flow's packets cross (a moving host's: every place it is ever in).
+    """
+
+    flow: str
+    kind: str
+    moving: bool
+    path: list[str]
+    lost_bytes: int
+    stall_s: float | None = None
+    delivered_bytes: int | None = None
+
+
+@dataclass
+class FaultRun:
+    """One run: the fault (None for the reference), its recovery, each flow's loss, stale switches."""
+
     target: str | None
     instant: str | None
     recovery_ms: float | None = None
-    lost_bytes: dict[str, int] = field(default_factory=dict)
+    flows: list[FlowLoss] = field(default_factory=list)
     stale_switches: list[str] = field(default_factory=list)
     handoff_complete: bool = False
+    details: dict[str, Any] = field(default_factory=dict)   # mode-specific figures (timings, notes)
+
+    def counted(self) -> list[FlowLoss]:
+        """The flows `bytes_lost_non_moving` counts: hosts that never move, paths that avoid the killed element."""
+        return [f for f in self.flows if not f.moving and self.target not in f.path]
 
 
-def _kill(tb: Testbed, target: str) -> tuple[float, float | None]:
-    """SIGKILL `target` by PID and start it again: (when the new one was started, when the controller
-    serves again with every switch up — for the controller itself; None for a switch)."""
-    if target == "controller":
-        tb.stop_controller(kill=True)
-        t = time.monotonic()
-        tb.start_controller()
-        return t, time.monotonic()
-    old = tb.switches[target]
-    assert old.proc is not None and old.pid is not None
-    os.kill(old.pid, signal.SIGKILL)
-    stop_process(old.proc, 5)
-    t = time.monotonic()
-    tb.switches[target] = tb._switch(old.ports, tb.workdir / f"{target}-chaos.log",
-                                     grpc_port=old.grpc_port, thrift_port=old.thrift_port)
-    if target == "bs2":
-        tb.switches[target].cli.set_queue_rate(G3_PPS, 1)
-    return t, None
+class Mode(Protocol):
+    """A place chaos runs happen (`topo.chaos_lab`, `topo.chaos_testbed`)."""
+
+    def targets(self) -> list[str]:
+        """The elements killed by default."""
+        ...
+
+    def elements(self) -> list[str]:
+        """Every element that can be killed."""
+        ...
+
+    def instants(self) -> list[str]: ...
+
+    def one_run(self, workdir: Path, target: str | None, instant: str | None) -> tuple[FaultRun, dict[str, Any]]:
+        """One run (no fault if `target` is None): the result and every switch's entries at the end."""
+        ...
 
 
-def one_run(workdir: Path, target: str | None, instant: str | None) -> tuple[RunResult, dict[str, Any]]:
-    """One WLAN → 3G handoff with three flows, optionally with one kill; returns the result and the entries."""
-    res = RunResult(target, instant)
-    tb = Testbed(workdir, n_mobiles=3, hold_time_ms=300)
-    try:
-        tb.start()
-        tb.switches["bs2"].cli.set_queue_rate(G3_PPS, 1)
-        tb.start_controller()
-        for i, bs in ((0, "bs1"), (1, "bs1"), (2, "bs2")):
-            tb.register(i, bs, 1, wait_reply=2.0)
-        tb.wait_for(lambda s: all(m["phase"] == "attached" for m in s["mobile_hosts"]), timeout=20)
-        cells = {c: Collector(tb.hosts[c]) for c in ("cell1", "cell2")}
-        start = time.monotonic()
-        sent = {i: 0 for i in FLOWS}
-        t_restart: list[tuple[float, float | None]] = []
+def p99(values: list[float]) -> float:
+    """The 99th percentile by nearest rank (the largest of fewer than 100 values); NaN for none."""
+    vals = sorted(values)
+    return vals[min(len(vals) - 1, math.ceil(0.99 * len(vals)) - 1)] if vals else math.nan
 
-        def traffic() -> None:
-            k = 0
-            while time.monotonic() - start < DURATION:
-                for i in FLOWS:
-                    tb.hosts["ch"].send(tb.data_frame(i, k))
-                    sent[i] += 1
-                k += 1
-                time.sleep(max(0.0, start + k / RATE - time.monotonic()))
-        sender = threading.Thread(target=traffic, daemon=True)
-        sender.start()
-        kill_at = INSTANTS[instant] if instant else None
-        steps = sorted([(DETACH_AT, "detach"), (REGISTER_AT, "register")] +
-                       ([(kill_at, "kill")] if kill_at is not None else []))
-        for at, what in steps:
-            time.sleep(max(0.0, start + at - time.monotonic()))
-            if what == "kill":
-                assert target is not None
-                t_restart.append(_kill(tb, target))
-            elif what == "detach":
-                _ctl_retry(tb, {"cmd": "detach", "mh": mh_name(0)})
+
+def summary(runs: list[FaultRun]) -> dict[str, Any]:
+    return {"chaos_runs": len(runs),
+            "recovery_ms_p99": p99([r.recovery_ms for r in runs if r.recovery_ms is not None]),
+            "bytes_lost_non_moving": sum(f.lost_bytes for r in runs for f in r.counted()),
+            "stale_entries_runs": sum(1 for r in runs if r.stale_switches),
+            "incomplete_runs": sum(1 for r in runs if not r.handoff_complete)}
+
+
+def line(r: FaultRun) -> str:
+    """One run in one line: what was killed when, recovery, each flow's loss, stale switches."""
+    what = f"kill {r.target:<10} {r.instant:<6}" if r.target else "reference        "
+    rec = f"recovery_ms={r.recovery_ms:.0f}" if r.recovery_ms is not None else "recovery_ms=-"
+    lost = " ".join(f"{f.flow}={f.lost_bytes}" + (f"/{f.stall_s:.2f}s" if f.stall_s is not None else "")
+                    for f in r.flows)
+    if "error" in r.details:
+        return f"{what} FAILED: {r.details['error']}"
+    return f"{what} {rec} lost[{lost}] stale={r.stale_switches or 'none'}" + (
+        "" if r.handoff_complete else " HANDOFF-INCOMPLETE")
+
+
+def run_matrix(mode: Mode, workdir: Path, targets: list[str], instants: list[str]) -> tuple[FaultRun, list[FaultRun]]:
+    """The reference run, then one run per (target, instant), each compared with the reference's entries."""
+    reference, ref_entries = mode.one_run(workdir / "reference", None, None)
+    print(line(reference), flush=True)
+    runs = []
+    for target in targets:
+        for instant in instants:
+            try:
+                res, entries = mode.one_run(workdir / f"{target}-{instant}", target, instant)
+            except Exception as exc:    # a run the fault broke is a result: reported, and the matrix goes on
+                res = FaultRun(target, instant, math.inf, details={"error": f"{type(exc).__name__}: {exc}"})
             else:
-                tb.register(0, "bs2", 2, wait_reply=0)
-        sender.join(DURATION + 30)
-        try:   # a registration the dead controller never saw is sent again, as an MH without a reply does
-            tb.wait_for(lambda s: s["mobile_hosts"][0]["bs"] == "bs2", timeout=3)
-        except TimeoutError:
-            tb.register(0, "bs2", 3, wait_reply=2.0)
-        status = tb.wait_for(lambda s: s["mobile_hosts"][0]["phase"] == "attached"
-                             and s["mobile_hosts"][0]["bs"] == "bs2" and not s["mobile_hosts"][0]["holds"],
-                             timeout=20)
-        res.handoff_complete = True
-        time.sleep(1.0)
-        frames = {c: col.stop() for c, col in cells.items()}
-        for i in FLOWS:
-            got = set()
-            for c in ("cell1", "cell2"):
-                got |= {s for s, _ in received_seqs([f for _, f in frames[c]], mh_ip(i))}
-            res.lost_bytes[mh_name(i)] = (sent[i] - len(got & set(range(sent[i])))) * PAYLOAD
-        if t_restart:
-            t0, served = t_restart[0]
-            res.recovery_ms = (served - t0) * 1000 if served is not None else _first_after(target, t0 - start,
-                                                                                             t0, frames)
-        entries = {name: tb.ctl({"cmd": "entries", "switch": name})["entries"] for name in ("gw", "bs1", "bs2")}
-        assert status["buffer_total"] == 0
-        return res, entries
-    finally:
-        tb.close()
+                res.stale_switches = sorted(n for n in set(entries) | set(ref_entries)
+                                            if entries.get(n) != ref_entries.get(n))
+            runs.append(res)
+            print(line(res), flush=True)
+    return reference, runs
 
 
-def _ctl_retry(tb: Testbed, body: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
-    """A control request that waits out a controller being restarted."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return tb.ctl(body)
-        except ControlError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
-
-
-def _first_after(target: str | None, since: float, t0: float, frames: dict[str, list[tuple[float, bytes]]]) -> float:
-    """Restart → the first packet sent after the restart (not a buffered one) that crossed the restarted
-    switch and was delivered, in ms; `since` is the restart in seconds from the start of the traffic."""
-    flows = [i for i in FLOWS if target in PATH[i] and i != 0] or list(FLOWS)
-    first_new = math.ceil(since * RATE)
-    after = [t for c in ("cell1", "cell2") for t, f in frames[c] for i in flows
-             if any(seq >= first_new for seq, _ in received_seqs([f], mh_ip(i)))]
-    return (min(after) - t0) * 1000 if after else math.inf
+def _mode(where: str, args: argparse.Namespace) -> Mode:
+    if where == "lab":
+        from topo.chaos_lab import LabChaos
+        return LabChaos(args.scenario, lock=args.lock)
+    from topo.chaos_testbed import TestbedChaos
+    return TestbedChaos()
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--targets", default=",".join(TARGETS))
-    ap.add_argument("--instants", default=",".join(INSTANTS))
+    ap.add_argument("--where", choices=("lab", "testbed"), default="lab")
+    ap.add_argument("--scenario", type=Path, default=Path("traces/chaos-wlan-to-3g.yaml"), help="lab only")
+    ap.add_argument("--lock", type=Path, help="lab only: hold this file's flock during each run "
+                                              "(a lab machine shared with other experiments)")
+    ap.add_argument("--targets", help="comma-separated elements to kill (default: the old BS, the gateway, "
+                                      "the controller)")
+    ap.add_argument("--instants", help="comma-separated, of before, during, after (default: all three)")
     ap.add_argument("--workdir", type=Path, default=Path("build/chaos"))
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
-    reference, ref_entries = one_run(args.workdir / "reference", None, None)
-    print(f"reference: lost bytes {reference.lost_bytes}", flush=True)
-    runs: list[RunResult] = []
-    for target in args.targets.split(","):
-        for instant in args.instants.split(","):
-            res, entries = one_run(args.workdir / f"{target}-{instant}", target, instant)
-            res.stale_switches = [n for n in entries if entries[n] != ref_entries[n]]
-            runs.append(res)
-            print(f"kill {target:<10} {instant:<6} recovery_ms={res.recovery_ms:.0f} lost_bytes={res.lost_bytes} "
-                  f"stale={res.stale_switches}", flush=True)
-    recov = sorted(r.recovery_ms for r in runs if r.recovery_ms is not None)
-    p99 = recov[min(len(recov) - 1, math.ceil(0.99 * len(recov)) - 1)] if recov else float("nan")
-    non_moving = sum(b for r in runs for i, name in ((1, mh_name(1)), (2, mh_name(2)))
-                     if r.target not in PATH[i] for b in [r.lost_bytes.get(name, 0)])
-    print(f"chaos_runs: {len(runs)}")
-    print(f"recovery_ms_p99: {p99:.0f}")
-    print(f"bytes_lost_non_moving: {non_moving}")
-    print(f"stale_entries_runs: {sum(1 for r in runs if r.stale_switches)}")
+    mode = _mode(args.where, args)
+    targets = args.targets.split(",") if args.targets else mode.targets()
+    instants = args.instants.split(",") if args.instants else mode.instants()
+    bad = [t for t in targets if t not in mode.elements()] + [i for i in instants if i not in mode.instants()]
+    if bad:
+        ap.error(f"unknown target or instant: {', '.join(bad)} (targets: {', '.join(mode.elements())}; "
+                 f"instants: {', '.join(mode.instants())})")
+    reference, runs = run_matrix(mode, args.workdir, targets, instants)
+    s = summary(runs)
+    for key, value in s.items():
+        print(f"{key}: {value:.0f}" if isinstance(value, float) else f"{key}: {value}")
     if args.json:
-        args.json.write_text(json.dumps({"reference": reference.__dict__, "runs": [r.__dict__ for r in runs],
-                                         "recovery_ms_p99": p99, "bytes_lost_non_moving": non_moving}, indent=1))
-    return 0 if non_moving == 0 and not any(r.stale_switches for r in runs) else 1
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"where": args.where, "reference": asdict(reference),
+                                         "runs": [asdict(r) for r in runs], **s}, indent=1))
+    return 0 if s["bytes_lost_non_moving"] == 0 and not s["stale_entries_runs"] and not s["incomplete_runs"] else 1
 
 
 if __name__ == "__main__":

@@ -27,6 +27,10 @@ stopping every process it started by its PID:
    per-port counters;
 7. the senders' traces become the flows' delivery curves.
 
+A run may also be given faults (`topo.lab_faults`, used by `make chaos`):
+each kills a switch's BMv2 or the controller with SIGKILL at its instant
+and starts it again through the code above.
+
 What the lab cannot measure per flow (drops of a given flow: the switches
 count per port and class) is reported as unavailable, not guessed.
 """
@@ -43,11 +47,12 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import yaml
 
 from p4handoff.netns import Lab, Namespace, stop_process
+from topo.lab_faults import Fault, FaultRecord, check_faults, inject
 from topo.lab_plan import ACCESS_GATEWAY, HOST_GATEWAY, UNBOUNDED, LabPlan, Wire, plan, wire_bytes
 from topo.rundata import FlowData, RunData
 from topo.scenario import Scenario
@@ -61,6 +66,7 @@ P4_JSON = REPO_ROOT / "build" / "bs.json"
 P4_INFO = REPO_ROOT / "build" / "bs.p4info.txtpb"
 LEAD = 3.0                 # seconds between "everything started" and t0
 EDGE_READ_TRIES = 3         # a window edge's counters are read again if a switch did not answer in time
+CONTROLLER_RESTART_WAIT = 90.0   # seconds a control request waits for a controller a fault is restarting
 STATUS_INTERVAL = 0.1      # at most this often: a status round reads counters and probes every access port
 EMU_PRIORITY = 10
 ETH_P_ALL = 0x0003
@@ -88,7 +94,7 @@ def available() -> tuple[bool, str]:
 class LabRun:
     """One run of one scenario in the lab; `close()` undoes everything `start()` did."""
 
-    def __init__(self, scn: Scenario, seed: int, out: Path) -> None:
+    def __init__(self, scn: Scenario, seed: int, out: Path, faults: Sequence[Fault] = ()) -> None:
         self.scn = scn
         self.seed = seed
         self.out = out
@@ -106,6 +112,10 @@ class LabRun:
         self.senders: dict[str, subprocess.Popen] = {}
 
         self.active_dev: dict[str, str] = {}
+        self.registered: dict[str, str] = {}   # host -> the device its last registration left from (until it leaves)
+        self.faults = check_faults(faults, [s.name for s in self.plan.switches], scn.duration)
+        self.fault_log: list[FaultRecord] = []
+        self.controller_ready = threading.Event()   # clear while a fault has the controller restarting
         self.t0 = 0.0
         self.t0_wall = 0.0
         self.data = RunData(flows={}, link_rates={c.name: c.rate_bps for c in scn.topology.cells}, backend="lab")
@@ -130,11 +140,8 @@ class LabRun:
             self._wire(k, w)
         self.net.start()
         self.switches = {sw.name: self.net.bmv2(sw.name) for sw in self.plan.switches}
-        self._start_controller()
-        for q in self.plan.queues:
-            cli = self.switches[q.switch].cli
-            cli.set_queue_depth(q.depth, port=q.port)
-            cli.set_queue_rate(q.pps, port=q.port)
+        self.start_controller()
+        self.set_queues()
         for name in self.plan.hosts:
             self._configure_host(name)
         for k, w in enumerate(self.plan.wires):
@@ -142,7 +149,7 @@ class LabRun:
                 self._start_emulator(k, w)
         for name, h in self.plan.hosts.items():
             if h.kind != "fixed" and name in self.active_dev:
-                self._register(name, self.active_dev[name])
+                self.register(name, self.active_dev[name])
         self._wait_attached([n for n, h in self.plan.hosts.items() if h.kind != "fixed" and n in self.active_dev])
 
     def _wire(self, k: int, w: Wire) -> None:
@@ -164,7 +171,8 @@ class LabRun:
             link(a, a_if, w.emu_node, f"e{k}a")
             link(b, b_if, w.emu_node, f"e{k}b")
 
-    def _start_controller(self, timeout: float = 60.0) -> None:
+    def start_controller(self, timeout: float = 60.0) -> None:
+        """`p4handoff ctl run` on the plan's description; returns once it serves with every switch up."""
         from controller.control import ControlError, request
         desc = dict(self.plan.network)
         desc["controller"] = {"election_id": 10, "socket": self.socket_path, "p4info": str(P4_INFO),
@@ -190,9 +198,30 @@ class LabRun:
                 time.sleep(0.2)
                 continue
             if all(s["state"] == "up" for s in status["switches"]):
+                self.controller_ready.set()
                 return
             time.sleep(0.2)
         raise TimeoutError(f"controller not serving with all switches up within {timeout} s")
+
+    def set_queues(self, switch: str | None = None) -> None:
+        """The planned egress queue depths and rates (Thrift) of every switch, or of one (a restarted one)."""
+        for q in self.plan.queues:
+            if switch is None or q.switch == switch:
+                cli = self.switches[q.switch].cli
+                cli.set_queue_depth(q.depth, port=q.port)
+                cli.set_queue_rate(q.pps, port=q.port)
+
+    def request(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A control request; one refused while a fault has the controller restarting waits for the new one."""
+        from controller.control import ControlError, request
+        try:
+            return request(self.socket_path, body)
+        except ControlError:
+            if self.controller_ready.is_set():
+                raise
+        if not self.controller_ready.wait(CONTROLLER_RESTART_WAIT):
+            raise TimeoutError(f"the controller was not back within {CONTROLLER_RESTART_WAIT} s")
+        return request(self.socket_path, body)
 
     def _configure_host(self, name: str) -> None:
         h = self.plan.hosts[name]
@@ -274,7 +303,8 @@ class LabRun:
         if not answer.get("ok"):
             raise RuntimeError(f"emulator {key}: {command!r} refused: {answer}")
 
-    def _register(self, name: str, dev: str, probe_coa: str | None = None) -> None:
+    def register(self, name: str, dev: str, probe_coa: str | None = None) -> None:
+        """A Mobile IP Registration Request from `name`'s device `dev` (with the S flag for a DSBP probe)."""
         from controller.packets import ethernet, udp_packet
         from controller.registration import FLAG_S, RegistrationRequest
         from p4handoff.wire import UDP_PORT_MIP_REGISTRATION
@@ -292,12 +322,13 @@ class LabRun:
             sock.send(frame)
         finally:
             sock.close()
+        if probe_coa is None:
+            self.registered[name] = dev
 
     def _wait_attached(self, names: list[str], timeout: float = 15.0) -> None:
-        from controller.control import request
         deadline = time.monotonic() + timeout
         while names:
-            status = request(self.socket_path, {"cmd": "status"})
+            status = self.request({"cmd": "status", "counters": False})
             attached = {m["mh"] for m in status["mobile_hosts"] if str(m.get("phase", "")).startswith("attached")}
             missing = [n for n in names if n not in attached]
             if not missing:
@@ -316,7 +347,7 @@ class LabRun:
         for k, f in enumerate(scn.flows):
             self._start_sender(k, f)
         threads = [threading.Thread(target=self._guard, args=(fn,), daemon=True)
-                   for fn in (self._timeline, self._edges, self._queues)]
+                   for fn in (self._timeline, self._edges, self._queues, self._faults)]
         for t in threads:
             t.start()
         end = self.t0 + scn.duration
@@ -349,33 +380,41 @@ class LabRun:
                 return True
             time.sleep(min(left, 0.05))
 
+    def _faults(self) -> None:
+        """The fault schedule: each element killed -9 at its instant and started again (topo.lab_faults)."""
+        for f in sorted(self.faults, key=lambda f: f.at):
+            if not self._sleep_until(f.at):
+                return
+            self.fault_log.append(inject(self, f))
+
     def _timeline(self) -> None:
-        from controller.control import request
         ops = sorted(self.scn.mobility, key=lambda op: op.at - (op.warn if op.op == "detach" else 0.0))
         for op in ops:
             h = self.plan.hosts[op.mh]
             if op.op == "detach" and op.notify and op.warn:
                 if not self._sleep_until(op.at - op.warn):
                     return
-                request(self.socket_path, {"cmd": "detach", "mh": op.mh})
+                self.request({"cmd": "detach", "mh": op.mh})
             if not self._sleep_until(op.at):
                 return
             if op.op == "attach":
                 key = f"{op.mh}/{op.iface}/{op.cell}"
                 self._emu(key, "up")
                 if op.probe:
-                    self._register(op.mh, self.plan.device(op.mh, op.iface, op.cell)[0],  # type: ignore[arg-type]
+                    self.register(op.mh, self.plan.device(op.mh, op.iface, op.cell)[0],  # type: ignore[arg-type]
                                    probe_coa=h.coas[op.iface])
             elif op.op == "handoff":
                 cell = self._cell_of(op.mh, op.iface, op.at)
                 dev = self.plan.device(op.mh, op.iface, cell)[0]
                 self._route_via(op.mh, dev)
-                self._register(op.mh, dev)
+                self.register(op.mh, dev)
             else:
                 cell = self._cell_of(op.mh, op.iface, op.at)
                 dev = self.plan.device(op.mh, op.iface, cell)[0]
                 if op.notify and not op.warn and self.active_dev.get(op.mh) == dev and self._buffers(cell):
-                    request(self.socket_path, {"cmd": "detach", "mh": op.mh})
+                    self.request({"cmd": "detach", "mh": op.mh})
+                if self.registered.get(op.mh) == dev:
+                    del self.registered[op.mh]
                 self._emu(f"{op.mh}/{op.iface}/{cell}", "down")
             self.data.timeline.append((time.monotonic() - self.t0, f"{op.op} {op.mh}.{op.iface}"
                                        + (f" {op.cell}" if op.cell else "")))
@@ -403,8 +442,7 @@ class LabRun:
 
     def _status_rows(self) -> tuple[float, dict[str, dict[str, Any]], list[tuple]]:
         """One `ctl status`: (scenario time, per-cell counters, queue rows of the sampled cells)."""
-        from controller.control import request
-        status = request(self.socket_path, {"cmd": "status"})
+        status = self.request({"cmd": "status"})
         now = time.monotonic() - self.t0
         port_cell = {v: k for k, v in self.plan.cell_ports.items()}
         want = set(self.scn.measure.queue_links)

@@ -120,6 +120,11 @@ class LabPlan:
     def device(self, host: str, iface: str, cell: str) -> tuple[str, str]:
         return self.hosts[host].devices[f"{iface}/{cell}"]
 
+    def bs_of_device(self, host: str, dev: str) -> str:
+        """The BS switch whose cell `host`'s device `dev` is in."""
+        key = next(k for k, (d, _) in self.hosts[host].devices.items() if d == dev)
+        return self.cell_ports[key.split("/", 1)[1]][0]
+
 
 def wire_bytes(scn: Scenario) -> int:
     return scn.tcp.packet_size + HEADER_BYTES

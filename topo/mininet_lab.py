@@ -16,8 +16,10 @@ switch's namespace and is driven there.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 import shutil
+import signal
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -146,6 +148,28 @@ class LabNet:
     def start(self) -> None:
         """Configure the hosts (loopback up) and start every switch."""
         self.net.start()
+
+    def kill(self, name: str, timeout: float = 10.0) -> None:
+        """SIGKILL switch `name`'s BMv2 by its PID — a crash, no chance to clean up — and reap it.
+
+        Its log is kept beside the next one's (`<log>.killed-<n>`).
+        """
+        sw = self.bmv2(name)
+        if sw.proc is None or not sw.alive:
+            raise RuntimeError(f"switch {name}'s BMv2 is not running")
+        os.kill(sw.proc.pid, signal.SIGKILL)
+        sw.proc.wait(timeout)
+        for n in itertools.count(1):
+            kept = sw.log_path.with_name(f"{sw.log_path.name}.killed-{n}")
+            if not kept.exists():
+                if sw.log_path.exists():
+                    sw.log_path.rename(kept)
+                break
+
+    def restart(self, name: str) -> Bmv2Switch:
+        """Start switch `name`'s BMv2 again the way `start()` did (same ports, P4Runtime socket, log path)."""
+        self.net.get(name).start([])
+        return self.bmv2(name)
 
     def cli(self, script: Path | None = None) -> None:
         """Mininet's CLI on this network (`mh ip route`, `bs1 ip link`, ...): interactive, or `script`'s commands."""
