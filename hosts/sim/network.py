@@ -419,7 +419,7 @@ class Network:
                 break
             if node not in hops:
                 raise ValueError(f"no route from {source.name} to {cell.bs.name}")
-            link = hops[node]  # type: ignore[index]
+            link = hops[node]
         return min(rates)
 
     def link_named(self, name: str) -> Link:
