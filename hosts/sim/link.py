@@ -110,7 +110,9 @@ class Link:
         pkt = self.queue.dequeue(now)
         if pkt is None:
             return
-        tx = pkt.size * 8 / self.rate_bps  # type: ignore[operator]
+        rate = self.rate_bps
+        assert rate is not None     # send() queues (and so serves) only on a link with a rate
+        tx = pkt.size * 8 / rate
         self.busy_until = now + tx
         self._transmit(pkt, now, tx)
         if len(self.queue):
