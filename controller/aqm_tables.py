@@ -23,6 +23,8 @@ from typing import Iterable
 from controller.p4runtime import TableEntry
 from p4handoff.wire import (AQM_MODE_DROPTAIL, AQM_MODES, AVG_FRAC_BITS, COUNT_MAX,
                             DECAY_FRAC_BITS, DECAY_ONE, PB_LEVEL_NONE, PORT_SLOTS, PROB_ONE)
+# re-exported: the mode codes go with PortAqm (the tests and PTF cases take them from here)
+from p4handoff.wire import AQM_MODE_MRED as AQM_MODE_MRED, AQM_MODE_RED as AQM_MODE_RED
 
 AVG_ONE = 1 << AVG_FRAC_BITS        # 1 packet in the Q16.16 average
 AVG_MAX = (1 << 32) - 1
@@ -200,7 +202,8 @@ def decay_ranges(red: RedParams) -> list[tuple[int, int, int]]:
     1 - k/steps; idle times shorter than the first range get no decay, so the
     factor error is at most 1/(2*steps).
     """
-    if red.mean_pkt_time_us is None:
+    mean_us = red.mean_pkt_time_us
+    if mean_us is None:
         return []
     if red.wq_shift == 0:  # w_q = 1: the average is the current queue, 0 after any idle time
         return [(0, IDLE_MAX_US, 0)]
@@ -208,7 +211,7 @@ def decay_ranges(red: RedParams) -> list[tuple[int, int, int]]:
     per_packet = math.log1p(-red.w_q)  # ln(1 - w_q) < 0
 
     def idle_for(factor: float) -> float:
-        return red.mean_pkt_time_us * math.log(factor) / per_packet
+        return mean_us * math.log(factor) / per_packet
 
     ranges = []
     for k in range(1, steps + 1):
@@ -277,6 +280,8 @@ def drop_fraction_fixed(red: RedParams, avg_packets: float) -> float:
     if avg_fp >= red.max_fp:
         return 1.0
     level = level_for_avg(red, avg_fp)
+    # the level ranges tile [min_fp, max_fp) without gaps (pb_level_ranges), and avg_fp is inside it
+    assert level is not None, (red, avg_fp)
     p_b = pb_level_ranges(red)[level][3]
     thresholds = pa_thresholds(p_b)
     # after a drop the count register is 1, so the k-th packet looks up count k
@@ -298,7 +303,10 @@ def error_report(red: RedParams, points: int = 200) -> dict[str, float]:
     """Worst errors of the fixed-point scheme against floating-point RED over [min_th, max_th)."""
     span = red.max_th - red.min_th
     avgs = [red.min_th + span * (i + 0.5) / points for i in range(points)]
-    pb_err = max(abs(pb_level_ranges(red)[level_for_avg(red, fixed_avg(a))][3] - red.p_b(a)) for a in avgs)
+    ranges = pb_level_ranges(red)
+    # in a narrow profile the last averages round to max_fp, where the switch drops outright: no level to compare
+    pb_err = max(abs(ranges[level][3] - red.p_b(a)) for a in avgs
+                 if (level := level_for_avg(red, fixed_avg(a))) is not None)
     frac_rel = [abs(drop_fraction_fixed(red, a) - drop_fraction_float(red, a)) / drop_fraction_float(red, a)
                 for a in avgs if red.p_b(a) >= red.max_p / 4]
     ewma_bias = ((1 << red.wq_shift) - 1) / AVG_ONE  # truncated step: the average stalls this close to q

@@ -28,7 +28,7 @@ from typing import IO, Any, Callable
 
 from controller.control import ControlRequest, ControlServer
 from controller.description_watch import DescriptionWatch
-from controller.intents import Completed, Effect, SetRoute
+from controller.intents import Completed, Effect, PacketEffect, SetRoute
 from controller.mobility import Mobility, MobilityError
 from controller.network import PORT_ACCESS, Network
 from controller.p4runtime import P4RuntimeError, TableEntry
@@ -274,8 +274,7 @@ class Daemon:
         try:
             for i in range(0, len(updates), WRITE_CHUNK):
                 client.write(updates[i:i + WRITE_CHUNK])
-            cfg = self.programmer.ipf_config()
-            client.set_default(cfg.table, cfg.action, **cfg.params)
+            client.modify(self.programmer.ipf_config())     # a default entry: its MODIFY sets the default action
         except P4RuntimeError as exc:
             self.counters["write_errors"] += 1
             self.log("switch_error", {"switch": name, "during": "reconcile", "error": str(exc).splitlines()[0]})
@@ -334,7 +333,7 @@ class Daemon:
         state.applied(updates)
         self.counters["writes"] += len(updates)
 
-    def _send(self, effect: Effect) -> None:
+    def _send(self, effect: PacketEffect) -> None:
         out = self.transmitter.packet_out(effect, self._serving)
         client = self.sessions[out.switch].client
         if client is None or not self._serving(out.switch):
@@ -424,12 +423,12 @@ class Daemon:
         self._status_rounds += 1
         pending = _PendingStatus(req, time.monotonic() + STATUS_TIMEOUT, body, self._status_rounds)
         for sw in self.net.switches:
-            s = self.sessions[sw.name]
+            s, state = self.sessions[sw.name], self.states[sw.name]
             body["switches"].append({"name": sw.name, "role": sw.role, "grpc": sw.grpc, "state": s.state,
                                      "connects": s.connects, "pipeline_pushes": s.pipeline_pushes,
                                      "last_error": s.last_error,
-                                     "entries": len(self.states[sw.name].entries()) if self.states[sw.name] else None})
-            if s.client is None or self.states[sw.name] is None or not req.args.get("counters", True):
+                                     "entries": None if state is None else len(state.entries())})
+            if s.client is None or state is None or not req.args.get("counters", True):
                 continue
             access = [p.number for p in sw.ports if p.role == PORT_ACCESS]
             body["switches"][-1]["sanitised"] = {}

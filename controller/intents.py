@@ -120,4 +120,5 @@ class Completed:
     started: float
 
 
-Effect = SetRoute | Release | SendToward | Notify | Reply | Completed
+PacketEffect = Release | SendToward | Notify | Reply      # the effects that leave as a packet-out
+Effect = SetRoute | PacketEffect | Completed

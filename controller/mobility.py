@@ -453,8 +453,8 @@ class Mobility:
     def _leave(self, st: MhState, now: float, cause: str, notify: bool = True) -> list[Effect]:
         """The MH left `st.bs`: that BS diverts its packets to the buffer from now on."""
         fx: list[Effect] = []
-        left, port, home = st.bs, st.port, st.host.address
-        assert left is not None and port is not None
+        src, left, port, mac = self._release_path(st)
+        home = st.host.address
         if st.phase is Phase.ATTACHED:
             st.anchor = left
             st.left_cell = self._cell(left)
@@ -468,7 +468,7 @@ class Mobility:
                 nonce = self._marker(st, now)
                 st.path_markers[nonce] = (now + self.marker_s, left)
                 fx.append(Release(st.host.name, marker_packet(self.net.controller.address, home, nonce),
-                                  st.release_src, left, port, st.mac or "", True))
+                                  src, left, port, mac, True))
         if st.drain_marker is not None:          # it followed releases to the BS just left
             self._marker_owner.pop(st.drain_marker[0], None)
         st.drain_marker, st.drain_rounds, st.since_drain = None, 0, 0
@@ -526,12 +526,12 @@ class Mobility:
             return []
         fx: list[Effect] = []
         name = st.host.name
-        src = st.release_src
+        src, bs, port, mac = self._release_path(st)
         while (pkt := self.pool.pop_main(name)) is not None:
-            fx.append(Release(name, pkt, src, st.bs, st.port, st.mac, st.release_tunnel))
+            fx.append(Release(name, pkt, src, bs, port, mac, st.release_tunnel))
         st.since_drain += len(fx)
         if fx and log:
-            self.log("flush", {"mh": name, "packets": len(fx), "from": src, "to": st.bs,
+            self.log("flush", {"mh": name, "packets": len(fx), "from": src, "to": bs,
                                "path": "tunnel" if st.release_tunnel else "direct"})
         return fx
 
@@ -549,18 +549,30 @@ class Mobility:
         Releases travel asynchronously (stream, CPU port, link) while route writes do not, so
         the final routes wait for it: what the new routes bring then queues behind the flush.
         """
+        src, bs, port, mac = self._release_path(st)
         nonce = self._marker(st, now)
         st.drain_marker = (nonce, now + self.marker_s)
         st.drain_rounds += 1
-        self.log("marker_sent", {"mh": st.host.name, "kind": "drain", "via": st.release_src, "to": st.bs,
+        self.log("marker_sent", {"mh": st.host.name, "kind": "drain", "via": src, "to": bs,
                                  "behind": st.since_drain})
         st.since_drain = 0
         packet = marker_packet(self.net.controller.address, self.net.controller.address, nonce)
         if st.release_tunnel:
-            return [Release(st.host.name, packet, st.release_src, st.bs, st.port, st.mac, True)]
+            return [Release(st.host.name, packet, src, bs, port, mac, True)]
         # direct releases left through the new BS's own ingress: the marker follows them there
         # and goes up to the gateway, which punts it
-        return [SendToward(st.bs, self.gw, packet)]
+        return [SendToward(bs, self.gw, packet)]
+
+    @staticmethod
+    def _release_path(st: MhState) -> tuple[str, str, int, str]:
+        """(release source, serving BS, access port, MAC) of an MH attached or handing off.
+
+        An invariant, not input: `_attach`, `_start_handoff` and `recover` set all four together when
+        they enter those phases, and `_leave` clears the BS and port only as it leaves them.
+        """
+        assert st.phase in (Phase.ATTACHED, Phase.HANDING_OFF), st.phase
+        assert st.release_src is not None and st.bs is not None and st.port is not None and st.mac is not None, st
+        return st.release_src, st.bs, st.port, st.mac
 
     def _complete(self, st: MhState, now: float, forced: bool = False, recovered: bool = False) -> list[Effect]:
         """Final routes: new BS delivering, gateway → new BS (the path is active: HANDOFF goes out),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from controller.intents import Notify, Release, Reply, SendToward
+from controller.intents import Notify, PacketEffect, Release, Reply, SendToward
 from controller.network import PORT_ACCESS, Network
 from controller.packets import encapsulate, ethernet, udp_packet
 from p4handoff.wire import DSCP_BEST_EFFORT, UDP_PORT_HANDOFF_NOTIFY, UDP_PORT_MIP_REGISTRATION
@@ -34,7 +34,7 @@ class Transmitter:
     def __init__(self, net: Network) -> None:
         self.net = net
 
-    def packet_out(self, effect: Release | SendToward | Notify | Reply,
+    def packet_out(self, effect: PacketEffect,
                    up: Callable[[str], bool] = lambda _switch: True) -> PacketOut:
         """The packet-out for `effect`; `up(switch)`: is that switch connected and programmed now?
 

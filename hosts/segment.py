@@ -9,6 +9,7 @@ what is, or would be, on the wire.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 FIN = 0x01
 SYN = 0x02
@@ -55,7 +56,7 @@ class Segment:
         """Sequence space the segment occupies (payload + SYN + FIN)."""
         return len(self.payload) + (1 if self.flags & SYN else 0) + (1 if self.flags & FIN else 0)
 
-    def with_(self, **changes: object) -> "Segment":
+    def with_(self, **changes: Any) -> "Segment":
         """A copy with some fields changed (dataclasses.replace)."""
         return replace(self, **changes)
 

@@ -104,6 +104,19 @@ def test_error_report_states_the_bounds():
     assert report["red_pa_entries"] > 0 and report["aqm_idle_entries"] == PAPER.decay_steps
 
 
+def test_error_report_of_the_narrowest_profile():
+    """One Q16.16 step per level: the top averages round to max_th, where the switch has no p_b level.
+
+    The report still answers; its p_b error then also holds the rounding of the average (half a step,
+    here half a level), which the stated bound (midpoint error only) leaves out.
+    """
+    red = RedParams(10, 10 + 32 / AVG_ONE, 0.5, 9, levels=32)
+    assert fixed_avg(red.max_th - (red.max_th - red.min_th) / 400) == red.max_fp
+    report = error_report(red)
+    rounding = red.max_p * 0.5 / AVG_ONE / (red.max_th - red.min_th)
+    assert report["pb_abs_error_bound"] < report["pb_abs_error_max"] <= report["pb_abs_error_bound"] + rounding
+
+
 @pytest.mark.parametrize("kwargs, message", [
     (dict(min_th=10, max_th=10, max_p=0.1, wq_shift=1), "min_th < max_th"),
     (dict(min_th=1, max_th=10, max_p=0.0, wq_shift=1), "max_p"),

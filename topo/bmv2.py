@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping, Sequence, overload
 
 from p4handoff.netns import Namespace, stop_process
 
@@ -162,6 +162,15 @@ class ThriftCli:
         """Egress queue depth in packets of every queue, one port, or one priority of a port."""
         self.run([_queue_command("set_queue_depth", packets, port, priority)])
 
+    @overload
+    def register_read(self, name: str) -> list[int]: ...
+
+    @overload
+    def register_read(self, name: str, index: int) -> int: ...
+
+    @overload
+    def register_read(self, name: str, index: int | None) -> int | list[int]: ...
+
     def register_read(self, name: str, index: int | None = None) -> int | list[int]:
         """One cell of register `name`, or all its cells as a list."""
         output = self.run([f"register_read {name}" + ("" if index is None else f" {index}")])[0]
@@ -268,34 +277,35 @@ class Bmv2Switch:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log:
             if self.netns is not None:
-                self.proc = self.netns.start(self.command(), stdout=log, stderr=subprocess.STDOUT)
+                self.proc = proc = self.netns.start(self.command(), stdout=log, stderr=subprocess.STDOUT)
             else:
-                self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                             start_new_session=True)
+                self.proc = proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                                    start_new_session=True)
         try:
-            self._wait_for_grpc()
+            self._wait_for_grpc(proc)
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _wait_for_grpc(self) -> None:
+    def _wait_for_grpc(self, proc: subprocess.Popen) -> None:
+        """Until the switch's gRPC server answers; Bmv2Error if `proc` (the switch) exits or it never does."""
         probe = subprocess.Popen(_in_netns(self.netns, [sys.executable, "-c", _GRPC_PROBE, self.grpc_addr,
                                                         str(self.start_timeout)]),
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + self.start_timeout + 5.0
         try:
-            while probe.poll() is None and self.alive and time.monotonic() < deadline:
+            while probe.poll() is None and proc.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.05)
         finally:
             if probe.poll() is None:
                 probe.kill()
                 probe.wait()
-        if not self.alive:
-            raise Bmv2Error(f"{SIMPLE_SWITCH_GRPC} exited with status {self.proc.returncode} during start-up; "
+        if proc.poll() is not None:
+            raise Bmv2Error(f"{SIMPLE_SWITCH_GRPC} exited with status {proc.returncode} during start-up; "
                             f"log {self.log_path}:\n{self.log_tail()}")
         if probe.returncode != 0:
-            raise Bmv2Error(f"{SIMPLE_SWITCH_GRPC} (pid {self.pid}): gRPC at {self.grpc_addr} did not answer "
+            raise Bmv2Error(f"{SIMPLE_SWITCH_GRPC} (pid {proc.pid}): gRPC at {self.grpc_addr} did not answer "
                             f"within {self.start_timeout} s; log {self.log_path}:\n{self.log_tail()}")
 
     def log_tail(self, lines: int = 20) -> str:

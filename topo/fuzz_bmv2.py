@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.intents import Deliver, Punt, Tunnel
-from controller.network import Network, parse_network
+from controller.network import Network, Switch, parse_network
 from controller.p4runtime import P4RuntimeClient, P4RuntimeError, TableEntry
 from controller.p4runtime._protos import p4runtime_pb2
 from controller.p4runtime.entities import counter_entry
@@ -108,12 +108,14 @@ class Batch:
 
 def routes_of(entries: list[TableEntry]) -> dict[str, tuple[str, int | None, int]]:
     """`ipv4_fwd` entries as prefix -> (action, port, mark): what the oracle checks outputs against."""
-    out = {}
+    out: dict[str, tuple[str, int | None, int]] = {}
     for e in entries:
         if e.table != "ipv4_fwd":
             continue
         key = e.match.get("dst_addr")
         prefix = f"{ipaddress.IPv4Address(key[0])}/{key[1]}" if key else "0.0.0.0/0"
+        if e.action is None:
+            raise ValueError(f"ipv4_fwd entry for {prefix} has no action")
         out[prefix] = (e.action, e.params.get("port"), e.params.get("mark", 0))
     return out
 
@@ -172,7 +174,7 @@ class FuzzBed:
         self.switch: Bmv2Switch | None = None
         self.client: P4RuntimeClient | None = None
         self.hosts: dict[int, HostPort] = {}
-        self.oracle = Oracle({}, self.net.switch("bs1").address)
+        self.oracle = Oracle({}, self._switch("bs1").address)
         self.direct_ports: set[int] = set()
         self.entries = 0
         self.restarts = 0
@@ -201,13 +203,19 @@ class FuzzBed:
             prog.route_entry("bs1", MH["buffering"][0], Punt()),
             prog.route_entry("bs1", MH["tunnelled"][0], Tunnel("bs2", True))]
         self.client.insert(entries)
-        cfg = prog.ipf_config()
-        self.client.set_default(cfg.table, cfg.action, **cfg.params)
+        self.client.modify(prog.ipf_config())     # a default entry: its MODIFY sets the default action
         self.oracle.routes = routes_of(entries)
         self.entries = len(self.client.read_table("port_role"))
 
+    def _switch(self, name: str) -> Switch:
+        """A switch of the bed's own description (`description()`: gw, bs1, bs2)."""
+        sw = self.net.switch(name)
+        if sw is None:
+            raise ValueError(f"the fuzz description has no switch {name!r}")
+        return sw
+
     def addressing(self) -> Addressing:
-        bs1, bs2 = self.net.switch("bs1"), self.net.switch("bs2")
+        bs1, bs2 = self._switch("bs1"), self._switch("bs2")
         return Addressing(bs1.mac, bs1.address, bs2.address, self.net.access_gateway.address,
                           self.net.controller.address, MH["delivered"][0], MH["buffering"][0],
                           MH["tunnelled"][0], "10.0.5.1")
@@ -253,7 +261,8 @@ class FuzzBed:
     # ---------------------------------------------------------------- a batch
 
     def run_batch(self, role: str, port: int, frames: list[Fuzzed], rng: random.Random, gap: float) -> Batch:
-        assert self.client is not None
+        client = self.client
+        assert client is not None
         batch = Batch(role, port)
         before = self.counters(port)
         seen: dict[int, list[bytes]] = {p: [] for p in DATA_PORTS}
@@ -270,7 +279,7 @@ class FuzzBed:
         def packet_ins() -> None:
             while not stop.is_set():
                 try:
-                    if self.client.packet_in(timeout=0.1) is not None:
+                    if client.packet_in(timeout=0.1) is not None:
                         batch.packet_ins += 1
                         last[0] = time.monotonic()
                 except (P4RuntimeError, ValueError):

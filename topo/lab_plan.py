@@ -269,10 +269,10 @@ def plan(scn: Scenario) -> LabPlan:
             active_at_start[m.name] = m.start
     for op in scn.mobility:
         if op.op == "attach":
-            places[op.mh].add((op.iface, op.cell))  # type: ignore[arg-type]
-    for b in topo.background_hosts:
-        places[b.name] = {("radio", b.cell)}
-        active_at_start[b.name] = ("radio", b.cell)
+            places[op.mh].add((op.iface, op.attach_cell))
+    for bg in topo.background_hosts:
+        places[bg.name] = {("radio", bg.cell)}
+        active_at_start[bg.name] = ("radio", bg.cell)
     n_dev = 0
     for m in topo.mobile_hosts:
         devices = {}
@@ -283,11 +283,12 @@ def plan(scn: Scenario) -> LabPlan:
             wires.append(_cell_wire(scn, m.name, iface, cell, dev, (cell_ports[cell][0], bridges[cell]),
                                     active_at_start.get(m.name) == (iface, cell)))
         host_plans[m.name] = HostPlan(m.name, m.home, "mobile", devices, dict(m.interfaces))
-    for b in topo.background_hosts:
+    for bg in topo.background_hosts:
         n_dev += 1
-        dev = f"radio-{b.cell[:6]}"
-        host_plans[b.name] = HostPlan(b.name, b.address, "background", {f"radio/{b.cell}": (dev, _mac(0x20, n_dev))})
-        wires.append(_cell_wire(scn, b.name, "radio", b.cell, dev, (cell_ports[b.cell][0], bridges[b.cell]), True))
+        dev = f"radio-{bg.cell[:6]}"
+        host_plans[bg.name] = HostPlan(bg.name, bg.address, "background",
+                                       {f"radio/{bg.cell}": (dev, _mac(0x20, n_dev))})
+        wires.append(_cell_wire(scn, bg.name, "radio", bg.cell, dev, (cell_ports[bg.cell][0], bridges[bg.cell]), True))
     if problems:
         raise LabError(scn.name, problems)
     plans = []
@@ -339,7 +340,7 @@ def _description(scn: Scenario, switches: list[SwitchPlan], peers: dict[str, dic
         partners.setdefault(f.src, set()).add(f.dst)
         partners.setdefault(f.dst, set()).add(f.src)
     fixed_names = {h.name for h in hosts.values() if h.kind == "fixed"}
-    probes = {(op.mh, op.iface, op.cell) for op in scn.mobility if op.op == "attach" and op.probe}
+    probes = {(op.mh, op.iface, op.attach_cell) for op in scn.mobility if op.op == "attach" and op.probe}
     for h in hosts.values():
         if h.kind == "fixed":
             continue

@@ -40,7 +40,7 @@ def path_intervals(scn: Scenario, mh: str, source: str) -> list[tuple[float, flo
         if op.mh != mh:
             continue
         if op.op == "attach":
-            attached[op.iface] = op.cell  # type: ignore[assignment]
+            attached[op.iface] = op.attach_cell
         elif op.op == "detach":
             attached.pop(op.iface, None)
             if op.iface == active:
@@ -94,7 +94,9 @@ def value(scn: Scenario, data: RunData, q: Quantity) -> float:
     t0, t1 = w.t0, w.t1
     length = t1 - t0
     if q.metric in ("throughput", "delivered_bytes", "percent_of_ideal", "loss_rate", "data_losses", "dummies_sent"):
-        f = data.flows[q.flow]  # type: ignore[index]
+        if q.flow is None:
+            raise ValueError(f"{q.key}: {q.metric} is a flow's metric but names no flow")
+        f = data.flows[q.flow]
         if q.metric == "throughput":
             return (f.delivered(t1) - f.delivered(t0)) * 8 / length
         if q.metric == "delivered_bytes":
@@ -121,10 +123,10 @@ def value(scn: Scenario, data: RunData, q: Quantity) -> float:
         rate = data.link_rates.get(link)
         if not rate:
             raise ValueError(f"link {link} has no rate: utilisation is undefined")
-        sent = _link_counter(data, link, t1, "bytes_sent") - _link_counter(data, link, t0, "bytes_sent")
+        sent_bytes = _link_counter(data, link, t1, "bytes_sent") - _link_counter(data, link, t0, "bytes_sent")
         # a backend that could not read the counters exactly at the edges says when it did
         a, b = (data.snapshot(t).get(link, {}).get("read_at", t) for t in (t0, t1))
-        return sent * 8 / (rate * (b - a if b > a else length))
+        return sent_bytes * 8 / (rate * (b - a if b > a else length))
     if q.metric == "drops":
         return _link_counter(data, link, t1, "drops") - _link_counter(data, link, t0, "drops")
     rows = [r for r in data.queue_rows if r[1] == link and t0 <= r[0] <= t1]

@@ -203,6 +203,13 @@ class MobilityOp:
     notify: bool = True
     warn: float = 0.0
 
+    @property
+    def attach_cell(self) -> str:
+        """The cell an attach joins: topo.timeline gives every attach one (detach and handoff have none)."""
+        if self.op != "attach" or self.cell is None:
+            raise ValueError(f"{self.op} of {self.mh} at t={self.at:g} s joins no cell")
+        return self.cell
+
 
 @dataclass(frozen=True)
 class Window:

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Callable
 
 from hosts.sim import MRED, RED, Network, Queue, QueueSampler, TraceWriter
-from hosts.sim.nodes import Host
+from hosts.sim.nodes import BaseStation, Cell, Host, MobileHost, Node
+from hosts.segment import Segment
 from hosts.sim.tcpflow import BulkSource, TcpFlow, tcp_flow
 from hosts.tcp import TcpConfig
 from topo.rundata import FlowData, RunData
@@ -51,46 +52,49 @@ def build(scn: Scenario, seed: int, trace_dir: Path | None) -> tuple[Network, di
     """The network, its flows (sender traces into `trace_dir`) and the open trace writers."""
     topo = scn.topology
     net = Network(seed=seed)
-    nodes: dict[str, object] = {}
+    hosts: dict[str, Host] = {}             # flow ends: correspondents, mobile and background hosts
+    stations: dict[str, BaseStation] = {}
+    nodes: dict[str, Node] = {}             # link ends: correspondents, routers, base stations
     for h in topo.correspondents:
-        nodes[h.name] = net.host(h.name, h.address)
+        nodes[h.name] = hosts[h.name] = net.host(h.name, h.address)
     for r in topo.routers:
         nodes[r] = net.router(r)
     for b in topo.base_stations:
-        nodes[b.name] = net.base_station(b.name, b.ipf, b.ipf_limit, b.forward_delay)
+        nodes[b.name] = stations[b.name] = net.base_station(b.name, b.ipf, b.ipf_limit, b.forward_delay)
     for link in topo.links:
-        net.link(nodes[link.a], nodes[link.b], link.rate_bps, link.delay, link.loss,  # type: ignore[arg-type]
+        net.link(nodes[link.a], nodes[link.b], link.rate_bps, link.delay, link.loss,
                  queue=make_queue(link.queue), reverse_queue=make_queue(link.reverse_queue),
                  reverse_loss=link.reverse_loss)
-    cells = {}
+    cells: dict[str, Cell] = {}
     for c in topo.cells:
-        cells[c.name] = net.cell(c.name, nodes[c.bs], c.rate_bps, c.delay, c.loss,  # type: ignore[arg-type]
+        cells[c.name] = net.cell(c.name, stations[c.bs], c.rate_bps, c.delay, c.loss,
                                  queue=make_queue(c.queue), up_rate_bps=c.up_rate_bps, up_loss=c.up_loss,
                                  up_queue_limit=c.up_queue_limit)
+    mobiles: dict[str, MobileHost] = {}
     for m in topo.mobile_hosts:
-        nodes[m.name] = mh = net.mobile_host(m.name, m.home, dict(m.interfaces))
+        nodes[m.name] = hosts[m.name] = mobiles[m.name] = mh = net.mobile_host(m.name, m.home, dict(m.interfaces))
         if m.start:
             net.start_in(mh, m.start[0], cells[m.start[1]])
-    for k, b in enumerate(topo.background_hosts):
+    for k, bgs in enumerate(topo.background_hosts):
         # the simulator wants a care-of address distinct from the home address; nothing sends to it
         coa = f"169.254.{k // 250}.{k % 250 + 1}"
-        nodes[b.name] = bg = net.mobile_host(b.name, b.address, {BACKGROUND_IFACE: coa})
-        net.start_in(bg, BACKGROUND_IFACE, cells[b.cell])
+        nodes[bgs.name] = hosts[bgs.name] = bg = net.mobile_host(bgs.name, bgs.address, {BACKGROUND_IFACE: coa})
+        net.start_in(bg, BACKGROUND_IFACE, cells[bgs.cell])
     for op in scn.mobility:
-        mh = nodes[op.mh]
+        mh = mobiles[op.mh]
         if op.op == "attach":
-            net.attach(mh, op.iface, cells[op.cell], at=op.at, probe=op.probe)  # type: ignore[arg-type,index]
+            net.attach(mh, op.iface, cells[op.attach_cell], at=op.at, probe=op.probe)
         elif op.op == "detach":
-            net.detach(mh, op.iface, at=op.at, notify=op.notify, warn=op.warn)  # type: ignore[arg-type]
+            net.detach(mh, op.iface, at=op.at, notify=op.notify, warn=op.warn)
         else:
-            net.handoff(mh, op.iface, at=op.at, notify=op.notify)  # type: ignore[arg-type]
+            net.handoff(mh, op.iface, at=op.at, notify=op.notify)
     flows: dict[str, TcpFlow] = {}
     writers: list[TraceWriter] = []
     for k, f in enumerate(scn.flows):
         writer = TraceWriter(trace_dir / f"trace-{f.name}.csv") if trace_dir is not None else None
         if writer is not None:
             writers.append(writer)
-        flows[f.name] = tf = tcp_flow(net, f.name, nodes[f.src], nodes[f.dst], f.scheme,  # type: ignore[arg-type]
+        flows[f.name] = tf = tcp_flow(net, f.name, hosts[f.src], hosts[f.dst], f.scheme,
                                       config=tcp_config(scn, f.name, seed), sport=40001 + k, dport=5001 + k,
                                       start=f.start, trace=writer)
         if f.stop is not None and f.stop < scn.duration:
@@ -108,6 +112,14 @@ def _stop_sending(tf: TcpFlow) -> None:
     host.service(tf.flow.sender_slot)
 
 
+def _data_send_recorder(fd: FlowData) -> Callable[[Segment, float], None]:
+    """A sender tap noting when each data segment (payload, not a DSBP dummy) leaves."""
+    def record(seg: Segment, now: float) -> None:
+        if seg.payload and not seg.dummy:
+            fd.send_times.append(now)
+    return record
+
+
 def run(scn: Scenario, seed: int, out_dir: Path | None,
         progress: Callable[[float], None] | None = None) -> RunData:
     """Run `scn` with `seed`; sender traces and nothing else are written to `out_dir` (if given)."""
@@ -115,8 +127,7 @@ def run(scn: Scenario, seed: int, out_dir: Path | None,
     data = RunData(flows={}, link_rates={}, backend="sim")
     for name, tf in flows.items():
         fd = data.flows[name] = FlowData(name, trace=(out_dir / f"trace-{name}.csv") if out_dir else None)
-        tf.flow.sender_slot.on_send.append(
-            lambda seg, now, fd=fd: fd.send_times.append(now) if seg.payload and not seg.dummy else None)
+        tf.flow.sender_slot.on_send.append(_data_send_recorder(fd))
     names = [c.name for c in scn.topology.cells]
     for link in scn.topology.links:
         names += [f"{link.a}->{link.b}", f"{link.b}->{link.a}"]

@@ -107,7 +107,7 @@ def moves(mh: MobileHostSpec, raw: Any, path: str, errors: Errors, cells: Collec
                         errors.add(f"{p}.geometry", f"cells of radius {radius} m {distance} m apart do not overlap")
                     else:
                         dwell = overlap_m / (speed / 3.6)
-            if None in (iface, cell, enter, dwell, frac, old_path):
+            if iface is None or cell is None or enter is None or dwell is None or frac is None or old_path is None:
                 continue
             handoff = enter + dwell * frac
             release = handoff if old_path == "dropped" else enter + dwell
@@ -234,7 +234,7 @@ def resolve_mobility(topo: Topology, ops: list[MobilityOp], duration: float, err
             if active[op.mh] == iface:
                 active[op.mh] = None
         elif op.op == "attach":
-            cell = op.cell
+            cell = op.attach_cell
             if cell == "<back>":
                 if len(history[op.mh]) < 2:
                     errors.add(where, f"{op.mh} has nowhere to come back to")
@@ -246,7 +246,7 @@ def resolve_mobility(topo: Topology, ops: list[MobilityOp], duration: float, err
             if iface in here:
                 errors.add(where, f"attach of {op.mh}.{iface} to {cell}, but it is still in {here[iface]}")
                 continue
-            here[iface] = cell  # type: ignore[assignment]
+            here[iface] = cell
             op = MobilityOp(op.at, op.mh, "attach", iface, cell, op.probe, op.notify, op.warn)
         else:
             if not iface:

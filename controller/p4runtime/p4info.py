@@ -8,14 +8,23 @@ suffix, "ipv4_fwd"); an unknown name raises P4InfoError listing what exists.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Generic, Iterable, TypeVar
+from typing import Generic, Iterable, Protocol, TypeVar
 
 from google.protobuf import text_format
 
 from ._protos import p4info_pb2
 
 BINARY_SUFFIXES = (".binpb", ".pb", ".bin")
-E = TypeVar("E")
+
+
+class _Named(Protocol):
+    """What every indexed P4Info object has: a preamble with its name, alias and id."""
+
+    @property
+    def preamble(self) -> p4info_pb2.Preamble: ...
+
+
+E = TypeVar("E", bound=_Named)
 
 
 class P4InfoError(LookupError):

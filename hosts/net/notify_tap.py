@@ -53,7 +53,7 @@ class NotificationTap:
     def receive(self) -> list[bytes]:
         """The UDP payloads queued so far (the reservation socket's copies are thrown away)."""
         self._drain(self.reservation)
-        out = []
+        out: list[bytes] = []
         while True:
             try:
                 packet = self.sock.recv(_MAX_DATAGRAM)

@@ -74,7 +74,7 @@ class Link:
     def counters(self) -> dict[str, object]:
         """`bytes_sent` counts what has been serialised by now: a packet still being
         transmitted counts with the part already on the wire (utilisation ≤ 100 %)."""
-        on_wire = self.bytes_sent
+        on_wire: float = self.bytes_sent
         if self.rate_bps is not None and self.busy_until > self.sim.now:
             on_wire -= (self.busy_until - self.sim.now) * self.rate_bps / 8
         return {"link": self.name, "offered": self.offered, "sent": self.sent,
@@ -110,7 +110,9 @@ class Link:
         pkt = self.queue.dequeue(now)
         if pkt is None:
             return
-        tx = pkt.size * 8 / self.rate_bps  # type: ignore[operator]
+        rate = self.rate_bps
+        assert rate is not None     # send() queues (and so serves) only on a link with a rate
+        tx = pkt.size * 8 / rate
         self.busy_until = now + tx
         self._transmit(pkt, now, tx)
         if len(self.queue):

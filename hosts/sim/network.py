@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 from hosts.sim.engine import Simulator
 from hosts.sim.link import Link
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from hosts.sim.packet import Packet
 
 DEFAULT_QUEUE_LIMIT = 1000  # packets, for links given no queue (hosts' NICs, fast wires)
+N = TypeVar("N", bound=Node)
 
 
 @dataclass
@@ -93,7 +94,7 @@ class Network:
         return self.sim.now
 
     # -- building -----------------------------------------------------------
-    def _add(self, node: Node) -> Node:
+    def _add(self, node: N) -> N:
         if node.name in self.nodes or node.name in self.cells:
             raise ValueError(f"name {node.name!r} is already used")
         node.on_drop = self._account_drop
@@ -102,22 +103,22 @@ class Network:
         return node
 
     def router(self, name: str) -> Router:
-        return self._add(Router(self.sim, name))  # type: ignore[return-value]
+        return self._add(Router(self.sim, name))
 
     def base_station(self, name: str, ipf: bool = False, ipf_limit: int = 64,
                      forward_delay: float = 0.0) -> BaseStation:
-        return self._add(BaseStation(self.sim, name, ipf, ipf_limit, forward_delay))  # type: ignore[return-value]
+        return self._add(BaseStation(self.sim, name, ipf, ipf_limit, forward_delay))
 
     def host(self, name: str, addr: str) -> Host:
         self._check_addr(addr)
-        return self._add(Host(self.sim, name, addr))  # type: ignore[return-value]
+        return self._add(Host(self.sim, name, addr))
 
     def mobile_host(self, name: str, home: str, interfaces: dict[str, str]) -> MobileHost:
         for addr in (home, *interfaces.values()):
             self._check_addr(addr)
         mh = MobileHost(self.sim, name, home, interfaces)
         self._path_log[name] = []
-        return self._add(mh)  # type: ignore[return-value]
+        return self._add(mh)
 
     def _check_addr(self, addr: str) -> None:
         for node in self.nodes.values():
@@ -257,13 +258,14 @@ class Network:
         i = mh.iface(iface)
         if warn < 0:
             raise ValueError(f"warn must not be negative, got {warn}")
-        if warn and at is None:
-            raise ValueError("a detach with warning needs its time (at)")
-        if warn and notify:
-            if at - warn < self.sim.now:  # type: ignore[operator]
-                raise ValueError(f"warning at {at - warn} s lies in the past")  # type: ignore[operator]
-            self.sim.at(at - warn, self._warn_detach, mh, i)  # type: ignore[operator]
-            notify = False
+        if warn:
+            if at is None:
+                raise ValueError("a detach with warning needs its time (at)")
+            if notify:
+                if at - warn < self.sim.now:
+                    raise ValueError(f"warning at {at - warn} s lies in the past")
+                self.sim.at(at - warn, self._warn_detach, mh, i)
+                notify = False
         self._when(at, self._detach, mh, i, notify)
 
     def _warn_detach(self, mh: MobileHost, iface: Interface) -> None:
@@ -419,7 +421,7 @@ class Network:
                 break
             if node not in hops:
                 raise ValueError(f"no route from {source.name} to {cell.bs.name}")
-            link = hops[node]  # type: ignore[index]
+            link = hops[node]
         return min(rates)
 
     def link_named(self, name: str) -> Link:

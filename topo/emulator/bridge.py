@@ -220,7 +220,8 @@ class Bridge:
                 elif r is self.mh_sock:
                     self._receive(self.mh_sock, self.up)
                 else:
-                    data = os.read(ctl_fd, 4096).decode(errors="replace")  # type: ignore[arg-type]
+                    assert ctl_fd is not None     # the one other descriptor in rfds is the control stream's
+                    data = os.read(ctl_fd, 4096).decode(errors="replace")
                     if not data:
                         rfds.remove(ctl_fd)   # control stream closed: keep bridging until stopped
                         continue
