@@ -140,11 +140,23 @@ class BufferPool:
         return len(ids)
 
     def commit(self) -> None:
-        """The releases so far are on their way: journal them; empty the spool once nothing is buffered."""
+        """The releases so far are with their switches: journal them (callers without a fence)."""
+        self.journal_releases(self.take_releases(), settled=True)
+
+    def take_releases(self) -> list[Record]:
+        """The releases not yet journaled, handed to a fence (controller/release_fence.py)."""
+        records, self._uncommitted = self._uncommitted, []
+        return records
+
+    def journal_releases(self, records: list[Record], settled: bool) -> None:
+        """Journal `records` (their switches have the packets); with every release `settled`, empty
+        the spool once nothing is buffered or compact it. Not before: a snapshot or an empty spool
+        would drop the packets of releases still unconfirmed."""
         if self.spool is None:
             return
-        self.spool.append(self._uncommitted)
-        self._uncommitted = []
+        self.spool.append(records)
+        if not settled:
+            return
         if self.total == 0:
             self.spool.clear()
         elif self.spool.size > COMPACT_BYTES:

@@ -28,10 +28,11 @@ from typing import IO, Any, Callable
 
 from controller.control import ControlRequest, ControlServer
 from controller.description_watch import DescriptionWatch
-from controller.intents import Completed, Effect, PacketEffect, SetRoute
+from controller.intents import Completed, Effect, PacketEffect, Release, SetRoute
 from controller.mobility import Mobility, MobilityError
 from controller.network import PORT_ACCESS, Network
 from controller.p4runtime import P4RuntimeError, TableEntry
+from controller.release_fence import ReleaseFences
 from controller.port_counters import CounterJob, CounterReader, CountersRead
 from controller.programmer import Programmer
 from controller.punts import dispatch
@@ -96,6 +97,8 @@ class Daemon:
         self.counters = {"packet_in": 0, "packet_out": 0, "writes": 0, "write_errors": 0, "dropped_effects": 0,
                          "registrations": 0, "other_punts": 0}
         self._pending_status: dict[int, _PendingStatus] = {}      # round id -> round waiting for answers
+        self.fences = ReleaseFences()          # buffer releases journaled once their switches read them
+        self._released_to: set[str] = set()    # switches given a release since the last fence
         self._status_rounds = 0
         self.counter_reader: CounterReader | None = None
         self._stop = threading.Event()
@@ -203,6 +206,8 @@ class Daemon:
                                         "trace": traceback.format_exc(limit=8)})
             if isinstance(ev, ControlRequest):
                 ev.respond({"ok": False, "error": f"internal error: {exc!r}", "kind": "internal"})
+        if self.fences:
+            self._settle_fences()
         now = time.monotonic()
         for rid, pending in list(self._pending_status.items()):
             if now >= pending.deadline or not (pending.waiting or pending.reading):
@@ -306,7 +311,36 @@ class Daemon:
                 self._send(e)
         if batch:
             self._write_routes(batch)
-        self.mobility.pool.commit()        # every release above is with its switch now: journal it
+        self._fence_releases()
+
+    def _fence_releases(self) -> None:
+        """Journal the releases above once every switch they went to has read them (release_fence.py):
+        a telemetry probe sent after them to a port no status round probes is the fence."""
+        pool = self.mobility.pool
+        records, switches, self._released_to = pool.take_releases(), self._released_to, set()
+        if pool.spool is None or not records:
+            return
+        probes = set()
+        for name in switches:
+            client, sw = self.sessions[name].client, self.net.switch(name)
+            port = next((p.number for p in sw.ports if p.role != PORT_ACCESS), None) if sw else None
+            if client is None or port is None:
+                continue
+            try:
+                client.packet_out(_PROBE_FRAME, egress_port=port, mark_priority=0, lookup=0, telemetry=1)
+                probes.add((name, port))
+            except P4RuntimeError:
+                pass                    # gone: what went to it is lost with it, the fence does not wait
+        self.fences.open(records, probes, time.monotonic())
+        self._settle_fences()
+
+    def _settle_fences(self) -> None:
+        records, expired = self.fences.settle(time.monotonic())
+        for fence in expired:
+            self.log("release_fence_expired", {"switches": sorted(s for s, _ in fence.waiting),
+                                               "releases": len(fence.records)})
+        if records:
+            self.mobility.pool.journal_releases(records, settled=not self.fences)
 
     def _write_routes(self, batch: list[SetRoute]) -> None:
         name = batch[0].switch
@@ -346,6 +380,8 @@ class Daemon:
             self.log("switch_error", {"switch": out.switch, "during": "packet-out", "error": str(exc).splitlines()[0]})
             return
         self.counters["packet_out"] += 1
+        if isinstance(effect, Release):
+            self._released_to.add(out.switch)
 
     def _serving(self, switch: str) -> bool:
         """Connected, and its entries are the model's (not waiting for a reconcile)."""
@@ -469,6 +505,9 @@ class Daemon:
             return
         t = TELEMETRY.unpack(payload)
         port = t.port
+        if self.fences.answer(switch, port):
+            self._settle_fences()
+            return
         st = next((r for _, r in sorted(self._pending_status.items()) if (switch, port) in r.waiting), None)
         if st is None:
             self.log("packet_in_ignored", {"switch": switch, "port": port,
