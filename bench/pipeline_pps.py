@@ -99,7 +99,8 @@ def bench_frame() -> bytes:
 
 
 def program_switch(grpc_addr: str, program: str, minimal: tuple[Path, Path]) -> None:
-    from controller.aqm_tables import AQM_MODE_MRED, PortAqm, RedParams, port_entries
+    from controller.aqm_tables import PortAqm, RedParams, port_entries
+    from p4handoff.wire import AQM_MODE_MRED
     from controller.p4runtime import P4RuntimeClient, TableEntry, UpdateType
 
     c = load_constants()

@@ -5,7 +5,8 @@ from scapy.all import IP, Ether
 
 from bs_pipeline import (ACCESS, C, CH_ADDR, CORE, CORE_NH_MAC, MH_ADDR, MH_MAC, PEER, BsTest,
                          delivered, tos, tunnel, udp_to)
-from controller.aqm_tables import AQM_MODE_DROPTAIL, PortAqm
+from controller.aqm_tables import PortAqm
+from p4handoff.wire import AQM_MODE_DROPTAIL
 
 PRIO = C["DSCP_IPF_PRIORITY_DEFAULT"]
 TRANSIT = "10.0.0.9"  # a tunnel endpoint behind the core port
