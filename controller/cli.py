@@ -85,8 +85,9 @@ def _load_fitting(path: str) -> Network:
     """load_network, then refuse a network whose entries would not fit the P4 tables (NetworkError)."""
     net = load_network(path)
     from controller.programmer import Programmer   # grpc and the protos load only here
+    from controller.tofino import program_for
 
-    problems = Programmer(net).capacity_problems()
+    problems = Programmer(net, program_for(net.controller.target)).capacity_problems()
     if problems:
         raise NetworkError(path, [(f"switches[{sw}]", problem) for sw, problem in problems])
     return net

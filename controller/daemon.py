@@ -38,6 +38,7 @@ from controller.programmer import Programmer
 from controller.punts import dispatch
 from controller.session import BadPacketIn, Connected, Lost, PacketInEvent, SwitchSession, expected_cookie
 from controller.spool import Spool
+from controller.tofino import program_for
 from controller.switch_state import SwitchState, diff
 from controller.transmit import Transmitter
 from p4handoff.wire import AQM_MODES, TELEMETRY, TELEMETRY_AQM_MODE_NONE, load_constants
@@ -88,7 +89,7 @@ class Daemon:
         c = net.controller
         self.spool = Spool(c.spool, c.spool_fsync) if c.spool else None
         self.mobility = Mobility(net, self.log, spool=self.spool)
-        self.programmer = Programmer(net)
+        self.programmer = Programmer(net, program_for(c.target))
         self.transmitter = Transmitter(net)
         eid = net.controller.election_id
         self.sessions = {s.name: SwitchSession(s, (eid >> 64, eid & (2**64 - 1)), self.events.put)

@@ -23,6 +23,16 @@ from p4handoff.yamlfile import DocumentError, read_yaml
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_P4INFO = REPO_ROOT / "build" / "bs.p4info.txtpb"
 DEFAULT_DEVICE_CONFIG = REPO_ROOT / "build" / "bs.json"
+# The program the switches run (controller.target) and where `make build` /
+# `make build-tofino` put it: P4Info and device config. The Tofino targets run
+# p4src/tna/ (controller/tofino.py maps the entries); their device config is the
+# compiler's binary as is (docs/tofino.md, "Driving a Tofino").
+V1MODEL = "v1model"
+PIPELINES: dict[str, tuple[Path, Path]] = {
+    V1MODEL: (DEFAULT_P4INFO, DEFAULT_DEVICE_CONFIG),
+    **{chip: (REPO_ROOT / "build" / "tofino" / chip / "bs_tna.p4info.txtpb",
+              REPO_ROOT / "build" / "tofino" / chip / "pipe" / f"{chip}.bin") for chip in ("tofino", "tofino2")},
+}
 DEFAULT_SOCKET = "/run/p4handoff/ctl.sock"
 DEFAULT_CONTROLLER_ADDRESS = "192.0.2.1"   # RFC 5737 TEST-NET-1: never a real host
 
@@ -112,6 +122,7 @@ class MobileHost:
 @dataclass(frozen=True)
 class ControllerConfig:
     election_id: int = 1
+    target: str = V1MODEL            # PIPELINES: v1model (BMv2), tofino, tofino2 (TNA)
     socket: str = DEFAULT_SOCKET
     hold_time_ms: int = 500          # old BS keeps tunnelling to the new one this long
     marker_timeout_ms: int = 200     # drain marker not back by then: proceed without it
@@ -319,12 +330,18 @@ class _Validator:
         return Network(tuple(switches), tuple(fixed), tuple(mobiles), gw, controller, buffer, dscp)
 
     def controller(self, raw: Any, path: str, base_dir: Path | None) -> ControllerConfig | None:
-        d = self.mapping(raw, path, {"election_id", "socket", "hold_time_ms", "marker_timeout_ms",
+        d = self.mapping(raw, path, {"election_id", "target", "socket", "hold_time_ms", "marker_timeout_ms",
                                      "flush_timeout_ms", "p4info", "device_config", "address", "spool",
                                      "spool_fsync"})
         if d is None:
             return None
         out: dict[str, Any] = {}
+        target = d.get("target", V1MODEL)
+        if not isinstance(target, str) or target not in PIPELINES:
+            self.err(f"{path}.target", f"must be one of {', '.join(PIPELINES)}, got {target!r}")
+            return None
+        out["target"] = target
+        out["p4info"], out["device_config"] = (str(p) for p in PIPELINES[target])
         if "election_id" in d:
             out["election_id"] = self.integer(d["election_id"], f"{path}.election_id", 1, 2**128 - 1)
         for key, hi in (("hold_time_ms", 600_000), ("marker_timeout_ms", 60_000), ("flush_timeout_ms", 600_000)):

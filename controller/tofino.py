@@ -28,13 +28,20 @@ from dataclasses import dataclass, replace
 from typing import Iterable
 
 from controller.aqm_tables import AVG_ONE, PortAqm, RedParams, ewma_step, pa_thresholds, pb_level_ranges, port_entries
+from controller.network import V1MODEL
 from controller.p4runtime import TableEntry
 from p4handoff.wire import PROB_BITS, PROB_ONE, TNA_PROB_BITS
 
-TARGETS = ("v1model", "tna")
+TARGETS = (V1MODEL, "tna")
 CELL_BYTES = 80                      # Tofino traffic-manager cell
 T_RED_PB, T_RED_PA, T_RED_PA_GAP, T_AQM_IDLE = "red_pb", "red_pa", "red_pa_gap", "aqm_idle"
 TNA_PROB_ONE = 1 << TNA_PROB_BITS
+
+
+def program_for(target: str) -> str:
+    """The program a description's `controller.target` runs (network.PIPELINES): v1model, or TNA on
+    either Tofino; the Programmer takes it, so both targets share every other code path."""
+    return V1MODEL if target == V1MODEL else "tna"
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,8 @@ def collect(out_dir: Path) -> Usage:
 
 def report(usage: Usage) -> list[str]:
     """The printed block of one target."""
-    lines = [f"{usage.target}_stages: {usage.stages}",
+    overflow = f" (does not fit: {usage.stages_available})" if usage.stages > usage.stages_available else ""
+    lines = [f"{usage.target}_stages: {usage.stages}{overflow}",
              f"  stages available: {usage.stages_available}"]
     for kind in _UNITS:
         used, avail = usage.used.get(kind, 0), usage.available.get(kind, 0)

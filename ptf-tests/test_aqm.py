@@ -7,7 +7,8 @@ from ptf import testutils
 
 from bs_pipeline import (ACCESS, ACCESS2, C, MH2_ADDR, MH_ADDR, MH_MAC, PEER, BsTest, delivered, tcp_to, tunnel,
                          udp_to)
-from controller.aqm_tables import PortAqm, RedParams, aqm_port_entry, drop_fraction_fixed, drop_fraction_float, fixed_avg
+from controller.aqm_tables import (PortAqm, RedParams, aqm_port_entry, drop_fraction_fixed, drop_fraction_float,
+                                   fixed_avg)
 from p4handoff.wire import AQM_MODE_DROPTAIL, AQM_MODE_MRED, AQM_MODE_RED, DECAY_ONE
 from controller.p4runtime import UpdateType
 

@@ -252,6 +252,10 @@ def test_resources_count_stages_up_to_the_last_busy_one(tmp_path):
     lines = report(usage)
     assert lines[0] == "tofino_stages: 3" and "  sram: 5 of 320 (1.6 %)" in lines
     assert main([str(tmp_path / "missing")]) == 1
+    # a layout the assembler refused (more stages than the chip has) still reports what it used
+    doc["resources"]["mau"]["mau_stages"] += [_stage(n, 1, 0) for n in range(4, 15)]
+    (out / "pipe" / "logs" / "resources.json").write_text(json.dumps(doc))
+    assert report(collect(out))[0] == "tofino_stages: 15 (does not fit: 12)"
 
 
 @pytest.mark.parametrize("target", TNA_TARGETS)
@@ -263,3 +267,62 @@ def test_resources_parse_the_compilers_own_logs(target):
     assert 0 < usage.stages <= usage.stages_available
     assert usage.used["sram"] > 0 and usage.used["tcam"] > 0 and usage.phv
     assert report(usage)[0] == f"{target}_stages: {usage.stages}"
+
+
+# -- the controller driving a TNA build (controller.target) ---------------------------------------------
+
+def _described(tmp_path: Path, **controller: object):
+    """The example network with `controller` settings added, loaded as the daemon loads it."""
+    import yaml
+
+    raw = yaml.safe_load((ROOT / "controller" / "examples" / "three-switch.yaml").read_text())
+    raw["controller"].update(controller)
+    path = tmp_path / "net.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return load_network(path)
+
+
+@pytest.mark.parametrize("target", TNA_TARGETS)
+def test_the_description_target_picks_the_tna_program_and_its_build(tmp_path, target):
+    from controller.daemon import Daemon
+
+    net = _described(tmp_path, target=target)
+    assert net.controller.target == target
+    assert net.controller.p4info == str(tna_p4info_path(target))
+    assert net.controller.device_config == str(TNA_DIR / target / "pipe" / f"{target}.bin")
+    assert Daemon(net, log=lambda *_: None).programmer.target == "tna"
+    v1 = _described(tmp_path)
+    assert (v1.controller.target, v1.controller.p4info) == ("v1model", str(V1_P4INFO))
+    assert Daemon(v1, log=lambda *_: None).programmer.target == "v1model"
+    # an explicit path still wins over the target's default
+    assert _described(tmp_path, target=target, p4info="x.txtpb").controller.p4info == str((tmp_path / "x.txtpb"))
+
+
+def test_an_unknown_target_is_refused_by_name(tmp_path):
+    from controller.network import NetworkError
+
+    with pytest.raises(NetworkError, match=r"controller\.target.*v1model, tofino, tofino2.*'bmv2'"):
+        _described(tmp_path, target="bmv2")
+    with pytest.raises(NetworkError, match=r"controller\.target"):
+        _described(tmp_path, target=["tofino"])
+
+
+@pytest.mark.parametrize("target", TNA_TARGETS)
+def test_the_daemon_of_a_tna_description_writes_entries_its_p4info_takes(tmp_path, target):
+    """Everything the daemon's programmer writes for a `target: tofino*` network (static state, the
+    IPF codepoint, every kind of route) encodes against the P4Info the description points at."""
+    from controller.daemon import Daemon
+    from controller.intents import Deliver, Forward, Punt, Tunnel
+
+    load_tna(target)   # skips by name when the TNA program is not compiled
+    net = _described(tmp_path, target=target)
+    p4info = P4Info.load(net.controller.p4info)
+    programmer = Daemon(net, log=lambda *_: None).programmer
+    routes = [programmer.route_entry("bs1", "10.0.1.1", action)
+              for action in (Deliver(1, "02:00:00:00:01:01"), Tunnel("bs2", True), Tunnel("bs2", False), Punt())]
+    routes.append(programmer.route_entry("gw", "10.0.1.1", Forward("bs1")))
+    entries = [e for sw in net.switches for e in programmer.static_entries(sw.name)] + [programmer.ipf_config()]
+    tables = {e.table for e in entries}
+    assert {"red_pb", "red_pa_gap"} <= tables and not tables & {"red_pa", "aqm_idle"}   # M-RED access ports
+    for entry in entries + routes:
+        encode_table_entry(p4info, entry)

@@ -16,6 +16,13 @@
  * dependency level, and every "x > y" is the saturating difference
  * `x |-| y`, which is non-zero exactly when x > y.
  *
+ * Flat: no step sits inside an `if` with other tables. Tofino-1 has no
+ * long branches, so a block of tables under one condition must be laid
+ * out whole before any table after it in the enclosing sequence; a block
+ * as deep as these checks would hold the rest of the ingress back by its
+ * depth (docs/tofino.md, "Resources"). Every step runs; only the verdict,
+ * one chain of single-assignment conditions, tests which headers are there.
+ *
  * The glue that cannot know the frame length (TNA: ingress does not see it)
  * defines BS_NO_FRAME_LEN before including this file; the truncation check
  * against the frame is then the parser's own (docs/tofino.md). */
@@ -28,23 +35,27 @@ const bit<16> ETHERNET_HEADER_BYTES = 14;
 const bit<16> UDP_HEADER_BYTES = 8;
 
 control Validate(in headers_t hdr, inout local_meta_t meta, in bool had_ipv4) {
-    /* Few fields, reused: on Tofino-1 every length below is operand of an
-     * operation with every other (through the header lengths), and all such
-     * fields must fit one group of 16 PHV containers. */
-    bit<16> ihl_bytes = 0;
-    bit<16> inner_ihl_bytes = 0;
-    bit<16> tcp_bytes = 0;
-    bit<16> l4_len = 0;           /* bytes after the outer, then the innermost, IPv4 header */
-    bit<16> inner_l4_len = 0;     /* bytes after the inner IPv4 header */
-    bit<16> x = 0;                /* step 2: total_len < ihl_bytes; step 4: TCP header beyond l4_len */
-    bit<16> y = 0;                /* step 2: the same, inner; step 4: UDP length beyond l4_len */
-    bit<16> z = 0;                /* step 3: inner datagram beyond the outer payload; step 4: UDP length < 8 */
+    /* Every step writes all it computes, so nothing needs a zero first.
+     * Few fields: on Tofino-1 every length below is operand of an operation
+     * with every other (through the header lengths), and all such fields
+     * must fit one group of 16 PHV containers. */
+    bit<16> ihl_bytes;
+    bit<16> inner_ihl_bytes;
+    bit<16> tcp_bytes;
+    bit<16> l4_outer;       /* bytes after the outer IPv4 header */
+    bit<16> l4_len;         /* bytes after the innermost IPv4 header */
+    bit<16> ipv4_short;     /* > 0: outer total_len below its header */
+    bit<16> inner_short;    /* > 0: inner total_len below its header */
+    bit<16> inner_over;     /* > 0: inner datagram beyond the outer payload */
+    bit<16> udp_short;      /* > 0: UDP length below the UDP header */
+    bit<16> tcp_over;       /* > 0: TCP header beyond the innermost payload */
+    bit<16> udp_over;       /* > 0: UDP length beyond the innermost payload */
 
     /* 32-bit words -> bytes (IHL, TCP data offset; values below 5 never
-     * get here: the parser rejects them). A lookup, not a shift: on Tofino
-     * a shift of the 4-bit header field ties its PHV alignment to the
-     * lengths it is compared with, and a hash unit cannot serve a keyless
-     * table. */
+     * get here: the parser rejects them; an absent header gives 0). A
+     * lookup, not a shift: on Tofino a shift of the 4-bit header field ties
+     * its PHV alignment to the lengths it is compared with, and a hash unit
+     * cannot serve a keyless table. */
 #define BS_WORDS_TO_BYTES(set) \
         5 : set(20); 6 : set(24); 7 : set(28); 8 : set(32); 9 : set(36); 10 : set(40); \
         11 : set(44); 12 : set(48); 13 : set(52); 14 : set(56); 15 : set(60);
@@ -53,89 +64,84 @@ control Validate(in headers_t hdr, inout local_meta_t meta, in bool had_ipv4) {
     @hidden action set_tcp_bytes(bit<16> bytes) { tcp_bytes = bytes; }
     @hidden table step_ihl_bytes {
         key = { hdr.ipv4.ihl : exact; }
-        actions = { set_ihl_bytes; @defaultonly NoAction; }
+        actions = { set_ihl_bytes; }
         const entries = { BS_WORDS_TO_BYTES(set_ihl_bytes) }
-        const default_action = NoAction();
+        const default_action = set_ihl_bytes(0);
     }
     @hidden table step_inner_ihl_bytes {
         key = { hdr.inner.ihl : exact; }
-        actions = { set_inner_ihl_bytes; @defaultonly NoAction; }
+        actions = { set_inner_ihl_bytes; }
         const entries = { BS_WORDS_TO_BYTES(set_inner_ihl_bytes) }
-        const default_action = NoAction();
+        const default_action = set_inner_ihl_bytes(0);
     }
     @hidden table step_tcp_bytes {
         key = { hdr.tcp.data_offset : exact; }
-        actions = { set_tcp_bytes; @defaultonly NoAction; }
+        actions = { set_tcp_bytes; }
         const entries = { BS_WORDS_TO_BYTES(set_tcp_bytes) }
-        const default_action = NoAction();
+        const default_action = set_tcp_bytes(0);
     }
 
     @hidden action payload_bytes() {
-        x = ihl_bytes |-| hdr.ipv4.total_len;
-        l4_len = hdr.ipv4.total_len - ihl_bytes;
-        y = inner_ihl_bytes |-| hdr.inner.total_len;
-        inner_l4_len = hdr.inner.total_len - inner_ihl_bytes;
+        ipv4_short = ihl_bytes |-| hdr.ipv4.total_len;
+        l4_outer = hdr.ipv4.total_len - ihl_bytes;
+        inner_short = inner_ihl_bytes |-| hdr.inner.total_len;
+        udp_short = UDP_HEADER_BYTES |-| hdr.udp.length;
     }
     @hidden table step_payload_bytes {
         actions = { payload_bytes; }
         const default_action = payload_bytes();
     }
 
-    /* l4_len becomes the innermost payload once the inner header's fit in
-     * the outer payload is known (z reads the old value) */
-    @hidden action inner_payload() {
-        z = hdr.inner.total_len |-| l4_len;
-        l4_len = inner_l4_len;
-    }
-    @hidden table step_inner_payload {
-        actions = { inner_payload; }
-        const default_action = inner_payload();
+    /* the innermost payload: after the inner header if there is one; a
+     * table keyed on the inner header's validity rather than an if/else,
+     * so that the choice is one table, not a block */
+    @hidden action inner_payload() { l4_len = hdr.inner.total_len - inner_ihl_bytes; }
+    @hidden action outer_payload() { l4_len = hdr.ipv4.total_len - ihl_bytes; }
+    @hidden table step_l4_len {
+        key = { hdr.inner.isValid() : exact; }
+        actions = { inner_payload; outer_payload; }
+        const entries = { true : inner_payload(); false : outer_payload(); }
+        const default_action = outer_payload();
     }
 
-    @hidden action transport_overruns() {
-        x = tcp_bytes |-| l4_len;
-        y = hdr.udp.length |-| l4_len;
-        z = UDP_HEADER_BYTES |-| hdr.udp.length;
+    @hidden action overruns() {
+        inner_over = hdr.inner.total_len |-| l4_outer;
+        tcp_over = tcp_bytes |-| l4_len;
+        udp_over = hdr.udp.length |-| l4_len;
     }
-    @hidden table step_transport_overruns {
-        actions = { transport_overruns; }
-        const default_action = transport_overruns();
+    @hidden table step_overruns {
+        actions = { overruns; }
+        const default_action = overruns();
     }
 
     /* had_ipv4: the outer IPv4 header was parsed (forwarding may have
-     * invalidated it since; its fields are still those parsed) */
+     * invalidated it since; its fields are still those parsed). The verdict
+     * is the first failing check in this order, for a packet nobody has
+     * found malformed yet (on BMv2 none has: the glue runs BsIngress only
+     * for packets the parser accepted). */
     apply {
-        if (had_ipv4) {
-            step_ihl_bytes.apply();
-            if (hdr.inner.isValid()) {
-                step_inner_ihl_bytes.apply();
-            }
-            if (hdr.tcp.isValid()) {
-                step_tcp_bytes.apply();
-            }
-            step_payload_bytes.apply();
-            if (x != 0) {
-                meta.malformed_kind = MALFORMED_IPV4_LENGTH;
+        step_ihl_bytes.apply();
+        step_inner_ihl_bytes.apply();
+        step_tcp_bytes.apply();
+        step_payload_bytes.apply();
+        step_l4_len.apply();
+        step_overruns.apply();
+        if (!had_ipv4 || meta.malformed_kind != 0) {
+            /* nothing to check, or already malformed (the TNA parser) */
+        } else if (ipv4_short != 0) {
+            meta.malformed_kind = MALFORMED_IPV4_LENGTH;
 #ifndef BS_NO_FRAME_LEN
-            } else if ((bit<32>)hdr.ipv4.total_len + (bit<32>)ETHERNET_HEADER_BYTES > meta.frame_len) {
-                meta.malformed_kind = MALFORMED_TRUNCATED;
+        } else if ((bit<32>)hdr.ipv4.total_len + (bit<32>)ETHERNET_HEADER_BYTES > meta.frame_len) {
+            meta.malformed_kind = MALFORMED_TRUNCATED;
 #endif
-            } else if (hdr.inner.isValid()) {
-                step_inner_payload.apply();
-                if (y != 0) {
-                    meta.malformed_kind = MALFORMED_IPV4_LENGTH;
-                } else if (z != 0) {
-                    meta.malformed_kind = MALFORMED_TRUNCATED;
-                }
-            }
-            if (meta.malformed_kind == 0) {
-                step_transport_overruns.apply();
-                if (hdr.tcp.isValid() && x != 0) {
-                    meta.malformed_kind = MALFORMED_TCP_OFFSET;
-                } else if (hdr.udp.isValid() && (z != 0 || y != 0)) {
-                    meta.malformed_kind = MALFORMED_UDP_LENGTH;
-                }
-            }
+        } else if (hdr.inner.isValid() && inner_short != 0) {
+            meta.malformed_kind = MALFORMED_IPV4_LENGTH;
+        } else if (hdr.inner.isValid() && inner_over != 0) {
+            meta.malformed_kind = MALFORMED_TRUNCATED;
+        } else if (hdr.tcp.isValid() && tcp_over != 0) {
+            meta.malformed_kind = MALFORMED_TCP_OFFSET;
+        } else if (hdr.udp.isValid() && (udp_short != 0 || udp_over != 0)) {
+            meta.malformed_kind = MALFORMED_UDP_LENGTH;
         }
     }
 }

@@ -79,7 +79,7 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
         hdr.bridged.queue = qid[1:0];
         hdr.bridged.avg_update = avg_update;
         hdr.bridged.red_on = red_on;
-        hdr.bridged.aqm_on = 0;
+        hdr.bridged.aqm_on = (bit<1>)meta.bs.aqm_on;
         hdr.bridged.cls = meta.bs.cls;
         hdr.bridged.aqm_profile = meta.bs.aqm_profile;
         hdr.bridged.qlimit = meta.bs.qlimit;
@@ -92,19 +92,25 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
      * for the length checks: a malformed packet is dropped at the end
      * whatever was decided, and only the counters wait for the verdict.
      * On BMv2 (bs.p4) nothing runs for a malformed packet; the outcome,
-     * packets out and counters, is the same. */
+     * packets out and counters, is the same.
+     *
+     * Flat, for Tofino-1 (no long branches): a block of tables under one
+     * condition is laid out whole before the tables after it, so the
+     * verdict and the counters are single tables, each under its own
+     * condition (docs/tofino.md, "Resources"). */
     apply {
-        bit<8> kind = meta.bs.malformed_kind;   /* the parser's */
         meta.bs.ingress_port = ig_intr_md.ingress_port;
         hdr.bridged.setValid();
-        if (kind == 0) {
-            if ((ig_prsr_md.parser_err & PARSER_ERROR_PARTIAL_HDR) != 0) {
-                kind = MALFORMED_TRUNCATED;
-            } else if (ig_prsr_md.parser_err != 0) {
-                kind = MALFORMED_OTHER;
-            } else if (meta.ipv4_csum_err || meta.inner_csum_err) {
-                kind = MALFORMED_CHECKSUM;
-            }
+        /* the parser's verdict first (its error states, then its errors and
+         * checksums); Validate keeps a verdict it finds */
+        if (meta.bs.malformed_kind != 0) {
+            /* an error state of the parser */
+        } else if ((ig_prsr_md.parser_err & PARSER_ERROR_PARTIAL_HDR) != 0) {
+            meta.bs.malformed_kind = MALFORMED_TRUNCATED;
+        } else if (ig_prsr_md.parser_err != 0) {
+            meta.bs.malformed_kind = MALFORMED_OTHER;
+        } else if (meta.ipv4_csum_err || meta.inner_csum_err) {
+            meta.bs.malformed_kind = MALFORMED_CHECKSUM;
         }
         bs_ingress.apply(hdr.bs, meta.bs);
 
@@ -134,28 +140,23 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
             } else {
                 forward(QID_DATA, 1, 0);
             }
-            if (meta.bs.aqm_on) {
-                hdr.bridged.aqm_on = 1;
-            }
         }
 
-        if (kind == 0) {
-            kind = meta.bs.malformed_kind;
-        }
-        if (kind != 0) {
-            malformed.count(ig_intr_md.ingress_port ++ kind[3:0]);
+        if (meta.bs.malformed_kind != 0) {
+            malformed.count(ig_intr_md.ingress_port ++ meta.bs.malformed_kind[3:0]);
             ig_dprsr_md.drop_ctl = 1;
-        } else {
-            if (meta.bs.sanitised) {
-                sanitised.count(ig_intr_md.ingress_port);
-            }
-            if (meta.bs.drop) {
-                fwd_dropped.count(ig_intr_md.ingress_port ++ meta.bs.drop_reason[3:0]);
-            } else if (meta.bs.punt_reason != 0) {
-                punted.count(ig_intr_md.ingress_port ++ meta.bs.punt_reason[3:0]);
-            } else if (meta.bs.aqm_on) {
-                aqm_enqueued.count(meta.bs.egress_port ++ meta.bs.cls);
-            }
+        }
+        if (meta.bs.malformed_kind == 0 && meta.bs.sanitised) {
+            sanitised.count(ig_intr_md.ingress_port);
+        }
+        if (meta.bs.malformed_kind == 0 && meta.bs.drop) {
+            fwd_dropped.count(ig_intr_md.ingress_port ++ meta.bs.drop_reason[3:0]);
+        }
+        if (meta.bs.malformed_kind == 0 && !meta.bs.drop && meta.bs.punt_reason != 0) {
+            punted.count(ig_intr_md.ingress_port ++ meta.bs.punt_reason[3:0]);
+        }
+        if (meta.bs.malformed_kind == 0 && !meta.bs.drop && meta.bs.punt_reason == 0 && meta.bs.aqm_on) {
+            aqm_enqueued.count(meta.bs.egress_port ++ meta.bs.cls);
         }
     }
 }
