@@ -270,15 +270,17 @@ class ControllerConfig(DocModel):
         default=200, description="drain marker not back by then: proceed without it")
     flush_timeout_ms: Annotated[int, whole(1, 600_000)] = Field(
         default=2000, description="a handoff that has not drained by then is completed anyway")
-    p4info: PathText = Field(default=str(DEFAULT_P4INFO), description="relative to the description's directory")
-    device_config: PathText = Field(default=str(DEFAULT_DEVICE_CONFIG),
-                                    description="relative to the description's directory")
+    p4info: PathText = hidden_default(str(DEFAULT_P4INFO), "relative to the description's directory "
+                                                           "(default: the repository's build/bs.p4info.txtpb)")
+    device_config: PathText = hidden_default(str(DEFAULT_DEVICE_CONFIG), "relative to the description's directory "
+                                                                         "(default: the repository's build/bs.json)")
     address: IPv4 = Field(default=DEFAULT_CONTROLLER_ADDRESS,
                           description="the controller in the data plane: source of notifications and markers; "
                                       "every switch punts packets sent to it")
     spool: str | None = Field(default="", validate_default=True,
                               description="buffered packets journaled here (outlive a controller restart); "
-                                          "default: beside the socket; null: off")
+                                          "default: beside the socket; null: off",
+                              json_schema_extra=lambda schema: schema.pop("default", None))
     spool_fsync: bool = Field(default=False, strict=True,
                               description="fsync every spool record (survives power loss, not only a crash)")
 
@@ -527,13 +529,14 @@ def _host_checks(p: _Parts) -> Iterator[Problem]:
         elif port.role == PORT_PEER:
             yield ("fixed_hosts", i, "port"), (f"port {h.port} of {sw.name!r} is a peer port (hosts attach to core "
                                                f"or access ports)")
-    base_stations, fixed = p.names("switches", ROLE_BS), p.names("fixed_hosts")
+    fixed = p.names("fixed_hosts")
+    not_gateways = p.names("switches") - p.names("switches", ROLE_GATEWAY)    # a bad role is its own error
     for i, m in p.mobiles:
         for j, name in enumerate(m.correspondents):
             if name not in fixed:
                 yield ("mobile_hosts", i, "correspondents", j), f"unknown fixed host {name!r}"
         for bs, _ in m.cell_addresses:
-            if bs not in base_stations:
+            if bs not in not_gateways:
                 yield ("mobile_hosts", i, "cell_addresses", bs), "not a base station"
         if p.buffer is not None and m.buffer_packets > p.buffer.total_packets:
             yield ("mobile_hosts", i, "buffer_packets"), (f"{m.buffer_packets} is out of range "

@@ -195,3 +195,8 @@ def validate_all(handler: Callable[[Any], Any], data: Any) -> tuple[Any, list[Er
         return handler(data), []
     except ValidationError as exc:
         return None, exc.errors()
+
+
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a document, for editors (`# yaml-language-server: $schema=...`)."""
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **model.model_json_schema()}
