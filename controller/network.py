@@ -24,7 +24,7 @@ from pydantic import Field, PlainSerializer, TypeAdapter, ValidationError, Valid
 from pydantic.functional_validators import ModelWrapValidatorHandler
 
 from p4handoff.docmodel import IPv4, MAC, NAME_PATTERN, Checked, DocModel, Loc, Name, PathText, Problem, fail, \
-    field_path, hidden_default, kind, message, real, validate_all, whole
+    field_path, hidden_default, kind, message, no_default, real, validate_all, whole
 from p4handoff.wire import AQM_MODES as WIRE_AQM_MODES
 from p4handoff.wire import DSCP_BEST_EFFORT, DSCP_IPF_PRIORITY_DEFAULT, DSCP_LE
 from p4handoff.yamlfile import DocumentError, read_yaml
@@ -280,7 +280,7 @@ class ControllerConfig(DocModel):
     spool: str | None = Field(default="", validate_default=True,
                               description="buffered packets journaled here (outlive a controller restart); "
                                           "default: beside the socket; null: off",
-                              json_schema_extra=lambda schema: schema.pop("default", None))
+                              json_schema_extra=no_default)
     spool_fsync: bool = Field(default=False, strict=True,
                               description="fsync every spool record (survives power loss, not only a crash)")
 

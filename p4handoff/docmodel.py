@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Callable, NoReturn, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.json_schema import JsonDict
 from pydantic_core import ErrorDetails, PydanticCustomError, core_schema
 
 Loc = tuple[str | int, ...]
@@ -54,7 +55,12 @@ class Checked:
 def hidden_default(default: Any, description: str | None = None) -> Any:
     """A field whose default the schema does not show: one worked out from the rest of the document,
     or one that means nothing unless given (RED parameters of a droptail port)."""
-    return Field(default, description=description, json_schema_extra=lambda schema: schema.pop("default", None))
+    return Field(default, description=description, json_schema_extra=no_default)
+
+
+def no_default(schema: JsonDict) -> None:
+    """json_schema_extra that leaves the default out of a field's schema."""
+    schema.pop("default", None)
 
 
 def kind(value: Any) -> str:
