@@ -89,7 +89,8 @@ def _load_fitting(path: str) -> Network:
 
     problems = Programmer(net, program_for(net.controller.target)).capacity_problems()
     if problems:
-        raise NetworkError(path, [(f"switches[{sw}]", problem) for sw, problem in problems])
+        index = {sw.name: i for i, sw in enumerate(net.switches)}
+        raise NetworkError(path, [(f"switches[{index[sw]}]", problem) for sw, problem in problems])
     return net
 
 

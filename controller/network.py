@@ -1,21 +1,30 @@
 """The network description: one YAML file, validated before any switch is touched.
 
-Every check collects its problems instead of stopping at the first one, so a
-user fixing a file sees all of them at once, each naming the field path
-(``switches[1].ports[0].peer``) and what is wrong with it. The result is a
-tree of frozen dataclasses the rest of the controller reads and never
-mutates; everything derived (BS peering, cell ids, defaults) is resolved here
-so later layers need no second look at the raw file.
+The description is a tree of frozen pydantic models (`p4handoff.docmodel`)
+the rest of the controller reads and never mutates. Every problem is
+reported at once, each with its field path (`switches[1].ports[0].peer`) and
+what is wrong; checks across objects (peers, hosts' switches, unique names
+and addresses) run even when some objects failed, against the names the
+file declares, so a typo in one switch is not reported again by everything
+that names it. Everything derived (cell ids, defaults taken from other
+sections, paths relative to the file) is resolved here, so later layers need
+no second look at the raw file. `p4handoff schema network` writes the JSON
+Schema of `Network` for editors.
 """
 from __future__ import annotations
 
-import ipaddress
 import math
-import re
-from dataclasses import dataclass, field, replace as _replace
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Final, Literal
 
+from pydantic import Field, PlainSerializer, TypeAdapter, ValidationError, ValidationInfo, \
+    ValidatorFunctionWrapHandler, field_validator, model_validator
+from pydantic.functional_validators import ModelWrapValidatorHandler
+
+from p4handoff.docmodel import IPv4, MAC, NAME_PATTERN, Checked, DocModel, Loc, Name, PathText, Problem, fail, \
+    field_path, hidden_default, kind, message, no_default, real, validate_all, whole
 from p4handoff.wire import AQM_MODES as WIRE_AQM_MODES
 from p4handoff.wire import DSCP_BEST_EFFORT, DSCP_IPF_PRIORITY_DEFAULT, DSCP_LE
 from p4handoff.yamlfile import DocumentError, read_yaml
@@ -27,7 +36,7 @@ DEFAULT_DEVICE_CONFIG = REPO_ROOT / "build" / "bs.json"
 # `make build-tofino` put it: P4Info and device config. The Tofino targets run
 # p4src/tna/ (controller/tofino.py maps the entries); their device config is the
 # compiler's binary as is (docs/tofino.md, "Driving a Tofino").
-V1MODEL = "v1model"
+V1MODEL: Final = "v1model"
 PIPELINES: dict[str, tuple[Path, Path]] = {
     V1MODEL: (DEFAULT_P4INFO, DEFAULT_DEVICE_CONFIG),
     **{chip: (REPO_ROOT / "build" / "tofino" / chip / "bs_tna.p4info.txtpb",
@@ -40,10 +49,9 @@ ROLE_GATEWAY, ROLE_BS = "gateway", "bs"
 PORT_ACCESS, PORT_PEER, PORT_CORE = "access", "peer", "core"
 AQM_MODES = tuple(WIRE_AQM_MODES)     # droptail, red, mred: the one spelling (p4src AQM_MODE_*)
 RENAMED_AQM_MODES = {"drop-tail": "droptail"}   # refused with the new spelling (docs/controller.md)
+RED_KEYS = ("min_th", "max_th", "max_p", "w_q")   # required by red/mred, refused (with mean_pkt_time_us) on droptail
 MAX_PORT = 510          # BMv2 ports are 9 bits; 511 is the drop port
 MAX_QUEUE_LIMIT = 65535
-_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
-_MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 
 
 class NetworkError(DocumentError):
@@ -52,38 +60,146 @@ class NetworkError(DocumentError):
     kind = "network description"
 
 
-@dataclass(frozen=True)
-class AqmConfig:
+# --------------------------------------------------------------------------- field types
+
+def _grpc(value: Any) -> str:
+    """host:port, or unix:/absolute/path (a switch in another namespace, e.g. in the Mininet lab)."""
+    if isinstance(value, str) and value.startswith("unix:"):
+        if not value[5:].startswith("/") or "\0" in value:
+            raise ValueError(f"a Unix socket address must be unix:/absolute/path, got {value!r}")
+        return value
+    host, sep, port = value.rpartition(":") if isinstance(value, str) else ("", "", "")
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(f"must be host:port (e.g. 127.0.0.1:50051) or unix:/path, got {value!r}")
+    return value
+
+
+def _aqm_mode(value: Any) -> str:
+    if isinstance(value, str) and value in RENAMED_AQM_MODES:
+        raise ValueError(f"{value!r} is now spelled {RENAMED_AQM_MODES[value]!r} (one spelling in network "
+                         f"and scenario files)")
+    if not isinstance(value, str) or value not in AQM_MODES:
+        raise ValueError(f"must be one of {', '.join(AQM_MODES)}; got {value!r}")
+    return value
+
+
+def _w_q(value: Any) -> float:
+    """w_q must be 2**-k (shift-only EWMA, Tofino-portable)."""
+    w = real(0.0, 0.5, lo_open=True).check(value)
+    k = -math.log2(w)
+    if abs(k - round(k)) > 1e-9 or not 1 <= round(k) <= 16:
+        nearest = min(range(1, 17), key=lambda n: abs(2.0 ** -n - w))
+        raise ValueError(f"{value} is not a power of two 2**-k (k in 1..16); nearest: {2.0 ** -nearest!r} "
+                         f"(2**-{nearest})")
+    return 2.0 ** -round(k)
+
+
+_CELL_MAP = TypeAdapter(dict[Name, IPv4])
+
+
+def _cell_pairs(value: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, dict):
+        raise ValueError(f"must be a mapping bs-name: address, got {kind(value)}")
+    return tuple(sorted(_CELL_MAP.validate_python(value).items()))
+
+
+Grpc = Annotated[str, Checked(_grpc, {"type": "string", "pattern": r"^(unix:/.+|.+:[0-9]{1,5})$"})]
+AqmMode = Annotated[str, Checked(_aqm_mode, {"enum": list(AQM_MODES)})]
+PowerOfTwo = Annotated[float, Checked(_w_q, {"enum": [2.0 ** -k for k in range(1, 17)]})]
+CellAddresses = Annotated[
+    tuple[tuple[str, str], ...],
+    Checked(_cell_pairs, {"type": "object", "propertyNames": {"pattern": NAME_PATTERN},
+                          "additionalProperties": {"type": "string", "format": "ipv4"}}),
+    PlainSerializer(dict)]
+QueueLength = Annotated[int, whole(0, MAX_QUEUE_LIMIT)]
+
+
+# --------------------------------------------------------------------------- the models
+
+class AqmConfig(DocModel):
     """Queue management of one access egress port (packets; w_q = 2**-w_q_shift)."""
 
-    mode: str = "droptail"
-    limit: int = 64
-    min_th: int = 0
-    max_th: int = 0
-    max_p: float = 0.0
-    w_q_shift: int = 9
-    dummy_threshold: int = 32  # DSBP: total occupancy from which dummies are refused (default limit/2)
-    mean_pkt_time_us: float | None = None   # RED idle correction: transmission time of a typical packet
+    mode: AqmMode = "droptail"
+    limit: Annotated[int, whole(1, MAX_QUEUE_LIMIT)] = 64
+    dummy_threshold: QueueLength = Field(default_factory=lambda data: data.get("limit", 64) // 2,
+                                         description="DSBP: total occupancy from which dummies are refused "
+                                                     "(default limit/2)")
+    min_th: QueueLength = hidden_default(0)
+    max_th: Annotated[int, whole(1, MAX_QUEUE_LIMIT)] = hidden_default(0)
+    max_p: Annotated[float, real(0.0, 1.0, lo_open=True)] = hidden_default(0.0)
+    w_q: PowerOfTwo = hidden_default(2.0 ** -9, "EWMA weight, 2**-k (shift-only)")
+    mean_pkt_time_us: Annotated[float, real(0.0, 1e9, lo_open=True)] | None = Field(
+        default=None, description="RED idle correction: transmission time of a typical packet (omit: off)")
+
+    @property
+    def w_q_shift(self) -> int:
+        return round(-math.log2(self.w_q))
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _mode_keys(cls, data: Any, handler: ModelWrapValidatorHandler[AqmConfig]) -> AqmConfig:
+        """The RED parameters are required by red/mred and refused on a droptail port (judged by the keys given)."""
+        problems: list[Problem] = []
+        mode = data.get("mode", "droptail") if isinstance(data, dict) else None
+        if mode == "droptail":
+            problems += [((key,), "RED parameter given for a droptail port")
+                         for key in (*RED_KEYS, "mean_pkt_time_us") if key in data]
+        elif mode in AQM_MODES:
+            problems += [((key,), f"missing: required for mode {mode}") for key in RED_KEYS if key not in data]
+        obj, errors = validate_all(handler, data)
+        if errors or problems:
+            fail(cls, errors, problems)
+        return obj
+
+    @field_validator("dummy_threshold", "max_th")
+    @classmethod
+    def _within_limit(cls, value: int, info: ValidationInfo) -> int:
+        limit = info.data.get("limit")
+        if info.field_name == "max_th" and "min_th" in info.data and info.data["min_th"] >= value:
+            raise ValueError(f"{value} must be above min_th ({info.data['min_th']})")
+        if limit is not None and value > limit:
+            raise ValueError(f"{value} exceeds the queue limit {limit}")
+        return value
 
 
-@dataclass(frozen=True)
-class Port:
-    number: int
-    role: str
-    peer: str | None = None          # peer ports: the neighbour switch's name
-    aqm: AqmConfig | None = None     # access ports only
+class Port(DocModel):
+    number: Annotated[int, whole(0, MAX_PORT)]
+    role: Literal["access", "peer", "core"]
+    peer: Name | None = Field(default=None, validate_default=True,
+                              description="peer ports: the neighbour switch's name")
+    aqm: AqmConfig | None = Field(default=None, validate_default=True,
+                                  description="access ports only (default: droptail)")
+
+    @field_validator("peer", mode="wrap")
+    @classmethod
+    def _peer_ports_only(cls, peer: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> str | None:
+        role = info.data.get("role")
+        if role == PORT_PEER and peer is None:
+            raise ValueError("peer ports must name the neighbour switch")
+        if role not in (None, PORT_PEER) and peer is not None:
+            raise ValueError(f"only peer ports have a peer ({role} port)")
+        return handler(peer)
+
+    @field_validator("aqm", mode="wrap")
+    @classmethod
+    def _access_ports_only(cls, aqm: Any, handler: ValidatorFunctionWrapHandler,
+                           info: ValidationInfo) -> AqmConfig | None:
+        role = info.data.get("role")
+        if role not in (None, PORT_ACCESS) and aqm is not None:
+            raise ValueError(f"AQM is configured on access ports only ({role} port)")
+        return AqmConfig() if role == PORT_ACCESS and aqm is None else handler(aqm)
 
 
-@dataclass(frozen=True)
-class Switch:
-    name: str
-    role: str
-    grpc: str
-    device_id: int
-    address: str                     # router/tunnel endpoint address
-    mac: str                         # source MAC on non-access ports
+class Switch(DocModel):
+    name: Name
+    role: Literal["gateway", "bs"]
+    grpc: Grpc
+    device_id: Annotated[int, whole(0, 2**64 - 1)]
+    address: IPv4 = Field(description="router/tunnel endpoint address")
+    mac: MAC = Field(description="source MAC on non-access ports")
+    cell_id: Annotated[int, whole(1, 65535)] = hidden_default(0, "BSs: cell id used in notifications "
+                                                          "(default: the lowest free ids in file order)")
     ports: tuple[Port, ...]
-    cell_id: int = 0                 # BSs: cell id used in notifications
 
     def port(self, number: int) -> Port | None:
         return next((p for p in self.ports if p.number == number), None)
@@ -95,69 +211,147 @@ class Switch:
     def is_bs(self) -> bool:
         return self.role == ROLE_BS
 
+    @field_validator("cell_id")
+    @classmethod
+    def _bs_only(cls, cell_id: int, info: ValidationInfo) -> int:
+        if info.data.get("role") == ROLE_GATEWAY:
+            raise ValueError("only base stations have a cell id")
+        return cell_id
 
-@dataclass(frozen=True)
-class FixedHost:
-    name: str
-    address: str
-    mac: str
-    switch: str
-    port: int
-    gateway: str | None = None       # the host's default gateway address: its switch answers ARP for it
+    @field_validator("ports")
+    @classmethod
+    def _port_rules(cls, ports: tuple[Port, ...], info: ValidationInfo) -> tuple[Port, ...]:
+        """Access ports on BSs only (and at least one there), one port per number and per neighbour."""
+        role, name = info.data.get("role"), info.data.get("name")
+        problems: list[Problem] = []
+        for i, p in enumerate(ports):
+            if p.role == PORT_ACCESS and role == ROLE_GATEWAY:
+                problems.append(((i, "role"), "the gateway has no access ports (mobile hosts attach to base stations)"))
+            if p.role == PORT_PEER and p.peer == name:
+                problems.append(((i, "peer"), "a switch cannot peer with itself"))
+        if role == ROLE_BS and not any(p.role == PORT_ACCESS for p in ports):
+            who = f"base station {name!r}" if name else "this base station"
+            problems.append(((), f"{who} has no access port"))
+        problems += _unique((((i, "number"), p.number) for i, p in enumerate(ports)), "port number", ("ports",))
+        problems += _unique((((i, "peer"), p.peer) for i, p in enumerate(ports) if p.role == PORT_PEER),
+                            "peer (one port per neighbour)", ("ports",))
+        if problems:
+            fail(cls, [], problems)
+        return ports
 
 
-@dataclass(frozen=True)
-class MobileHost:
-    name: str
-    address: str                                  # home address, kept in every cell
-    correspondents: tuple[str, ...]               # fixed host names told about handoffs
-    cell_addresses: tuple[tuple[str, str], ...] = ()   # (bs, address) for DSBP's second path
-    mac: str | None = None                        # learned from the registration if absent
-    buffer_packets: int = 64
+class FixedHost(DocModel):
+    name: Name
+    address: IPv4
+    mac: MAC
+    switch: Name
+    port: Annotated[int, whole(0, MAX_PORT)]
+    gateway: IPv4 | None = Field(default=None,
+                                 description="the host's default gateway address: its switch answers ARP for it")
+
+
+class MobileHost(DocModel):
+    name: Name
+    address: IPv4 = Field(description="home address, kept in every cell")
+    mac: MAC | None = Field(default=None, description="learned from the registration if absent")
+    correspondents: tuple[Name, ...] = hidden_default((), "fixed host names told about handoffs (default: all)")
+    cell_addresses: CellAddresses = Field(default=(), description="bs: address, DSBP's second path")
+    buffer_packets: Annotated[int, whole(1, 100_000_000)] = hidden_default(64, "default: buffer.per_mh_packets")
 
     def cell_address(self, bs: str) -> str | None:
         return dict(self.cell_addresses).get(bs)
 
-
-@dataclass(frozen=True)
-class ControllerConfig:
-    election_id: int = 1
-    target: str = V1MODEL            # PIPELINES: v1model (BMv2), tofino, tofino2 (TNA)
-    socket: str = DEFAULT_SOCKET
-    hold_time_ms: int = 500          # old BS keeps tunnelling to the new one this long
-    marker_timeout_ms: int = 200     # drain marker not back by then: proceed without it
-    flush_timeout_ms: int = 2000     # a handoff that has not drained by then is completed anyway
-    p4info: str = str(DEFAULT_P4INFO)
-    device_config: str = str(DEFAULT_DEVICE_CONFIG)
-    address: str = DEFAULT_CONTROLLER_ADDRESS   # the controller in the data plane: source of notifications
-                                               # and markers; every switch punts packets sent to it
-    spool: str | None = None         # buffered packets journaled here (outlive a controller restart); None: off
-    spool_fsync: bool = False        # fsync every spool record (survives power loss, not only a crash)
+    @field_validator("cell_addresses")
+    @classmethod
+    def _not_home(cls, cells: tuple[tuple[str, str], ...], info: ValidationInfo) -> tuple[tuple[str, str], ...]:
+        problems: list[Problem] = [((bs,), "must differ from the home address")
+                                   for bs, addr in cells if addr == info.data.get("address")]
+        if problems:
+            fail(cls, [], problems)
+        return cells
 
 
-@dataclass(frozen=True)
-class AccessGateway:
+class ControllerConfig(DocModel):
+    election_id: Annotated[int, whole(1, 2**128 - 1)] = 1
+    socket: PathText = Field(default=DEFAULT_SOCKET, description="the control socket")
+    hold_time_ms: Annotated[int, whole(0, 600_000)] = Field(
+        default=500, description="old BS keeps tunnelling to the new one this long")
+    marker_timeout_ms: Annotated[int, whole(1, 60_000)] = Field(
+        default=200, description="drain marker not back by then: proceed without it")
+    flush_timeout_ms: Annotated[int, whole(1, 600_000)] = Field(
+        default=2000, description="a handoff that has not drained by then is completed anyway")
+    target: Literal["v1model", "tofino", "tofino2"] = Field(
+        default=V1MODEL, description="the program the switches run: p4src/bs.p4 on BMv2 (v1model) or p4src/tna "
+                                     "on Tofino-1/-2 (docs/tofino.md); sets the default p4info and device_config")
+    p4info: PathText = Field(default="", validate_default=True, json_schema_extra=no_default,
+                             description="relative to the description's directory (default: the target's build "
+                                         "output, build/bs.p4info.txtpb for v1model)")
+    device_config: PathText = Field(default="", validate_default=True, json_schema_extra=no_default,
+                                    description="relative to the description's directory (default: the target's "
+                                                "build output, build/bs.json for v1model)")
+    address: IPv4 = Field(default=DEFAULT_CONTROLLER_ADDRESS,
+                          description="the controller in the data plane: source of notifications and markers; "
+                                      "every switch punts packets sent to it")
+    spool: str | None = Field(default="", validate_default=True,
+                              description="buffered packets journaled here (outlive a controller restart); "
+                                          "default: beside the socket; null: off",
+                              json_schema_extra=no_default)
+    spool_fsync: bool = Field(default=False, strict=True,
+                              description="fsync every spool record (survives power loss, not only a crash)")
+
+    @field_validator("p4info", "device_config", mode="before")
+    @classmethod
+    def _pipeline_file(cls, value: Any, info: ValidationInfo) -> Any:
+        """Not given: the target's build output (PIPELINES); given: relative to the description."""
+        if value == "":
+            p4info, device_config = PIPELINES.get(info.data.get("target", V1MODEL), PIPELINES[V1MODEL])
+            return str(p4info if info.field_name == "p4info" else device_config)
+        return cls._beside_file(value, info) if isinstance(value, str) and value else value
+
+    @staticmethod
+    def _beside_file(value: str, info: ValidationInfo) -> str:
+        base_dir = (info.context or {}).get("base_dir")
+        return str((Path(base_dir) / value).resolve()) if base_dir is not None else value
+
+    @field_validator("spool", mode="before")
+    @classmethod
+    def _spool(cls, value: Any, info: ValidationInfo) -> str | None:
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"must be a path or null, got {value!r}")
+        if value == "":
+            return str(Path(info.data.get("socket", DEFAULT_SOCKET)).with_suffix(".spool"))
+        return cls._beside_file(value, info) if value is not None else None
+
+
+class AccessGateway(DocModel):
     """The anycast gateway every BS presents on its access ports (same IP and MAC)."""
 
-    address: str
-    mac: str
+    address: IPv4
+    mac: MAC
 
 
-@dataclass(frozen=True)
-class BufferLimits:
-    per_mh_packets: int = 64
-    total_packets: int = 4096
+class BufferLimits(DocModel):
+    per_mh_packets: Annotated[int, whole(1, 1_000_000)] = 64
+    total_packets: Annotated[int, whole(1, 100_000_000)] = 4096
+
+    @field_validator("total_packets")
+    @classmethod
+    def _room_for_one(cls, total: int, info: ValidationInfo) -> int:
+        per = info.data.get("per_mh_packets")
+        if per is not None and total < per:
+            raise ValueError(f"{total} is below per_mh_packets ({per})")
+        return total
 
 
-@dataclass(frozen=True)
-class Network:
-    switches: tuple[Switch, ...]
-    fixed_hosts: tuple[FixedHost, ...]
-    mobile_hosts: tuple[MobileHost, ...]
+class Network(DocModel):
+    controller: ControllerConfig = Field(default_factory=lambda: ControllerConfig())
+    priority_dscp: Annotated[int, whole(0, 63)] = Field(default=DSCP_IPF_PRIORITY_DEFAULT,
+                                                        description="the IPF codepoint (0 and LE are reserved)")
+    buffer: BufferLimits = Field(default_factory=lambda: BufferLimits())
     access_gateway: AccessGateway
-    controller: ControllerConfig = field(default_factory=ControllerConfig)
-    buffer: BufferLimits = field(default_factory=BufferLimits)
-    priority_dscp: int = DSCP_IPF_PRIORITY_DEFAULT
+    switches: tuple[Switch, ...]
+    fixed_hosts: tuple[FixedHost, ...] = ()
+    mobile_hosts: tuple[MobileHost, ...]
 
     def switch(self, name: str) -> Switch | None:
         return next((s for s in self.switches if s.name == name), None)
@@ -181,6 +375,46 @@ class Network:
         sw = self.switch(a)
         return sw is not None and sw.peer_port(b) is not None
 
+    @field_validator("priority_dscp")
+    @classmethod
+    def _not_reserved(cls, dscp: int) -> int:
+        if dscp in (DSCP_BEST_EFFORT, DSCP_LE):
+            raise ValueError(f"{dscp} is reserved (best effort / DSBP lower-effort)")
+        return dscp
+
+    @field_validator("switches")
+    @classmethod
+    def _cell_ids(cls, switches: tuple[Switch, ...]) -> tuple[Switch, ...]:
+        """BSs without a cell id take the lowest ids not taken, in file order."""
+        if not switches:
+            raise ValueError("at least a gateway and one base station are needed")
+        used = {s.cell_id for s in switches if s.is_bs and "cell_id" in s.model_fields_set}
+        free = (n for n in range(1, 65536) if n not in used)
+        return tuple(s.model_copy(update={"cell_id": next(free)}) if s.is_bs and "cell_id" not in s.model_fields_set
+                     else s for s in switches)
+
+    @field_validator("mobile_hosts")
+    @classmethod
+    def _host_defaults(cls, mobiles: tuple[MobileHost, ...], info: ValidationInfo) -> tuple[MobileHost, ...]:
+        """Correspondents default to every fixed host, the buffer to buffer.per_mh_packets."""
+        if "fixed_hosts" not in info.data or "buffer" not in info.data:
+            return mobiles            # their own errors are reported
+        defaults = {"correspondents": tuple(sorted(h.name for h in info.data["fixed_hosts"])),
+                    "buffer_packets": info.data["buffer"].per_mh_packets}
+        return tuple(m.model_copy(update={k: v for k, v in defaults.items() if k not in m.model_fields_set})
+                     for m in mobiles)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _across_objects(cls, data: Any, handler: ModelWrapValidatorHandler[Network]) -> Network:
+        """Checks between objects, run on every object that is valid even when others are not."""
+        net, errors = validate_all(handler, data)
+        parts = _Parts.of(net, data) if net is not None else _Parts.partial(data)
+        problems = [*_switch_checks(parts), *_host_checks(parts), *_address_clashes(parts)]
+        if errors or problems:
+            fail(cls, errors, problems)
+        return net
+
 
 # --------------------------------------------------------------------------- loading
 
@@ -192,518 +426,168 @@ def load_network(path: str | Path) -> Network:
 
 
 def parse_network(raw: Any, source: str = "<description>", base_dir: Path | None = None) -> Network:
-    """Validate an already-parsed description (a dict)."""
-    v = _Validator()
-    net = v.network(raw, base_dir)
-    if v.errors or net is None:
-        raise NetworkError(source, v.errors or [("(root)", "empty description")])
-    return net
+    """Validate an already-parsed description (a dict); paths in it are relative to `base_dir`."""
+    try:
+        return Network.model_validate(raw, context={"base_dir": base_dir})
+    except ValidationError as exc:
+        raise NetworkError(source, [(field_path(e["loc"]), message(e, Network)) for e in exc.errors()]) from None
 
 
-# --------------------------------------------------------------------------- validation
+# --------------------------------------------------------------------------- checks across objects
 
-class _Validator:
-    """Collects (path, problem) pairs while building the dataclasses."""
+@dataclass(frozen=True)
+class _Parts:
+    """What a description's cross-object checks look at: the valid objects by index, and every name the
+    file declares (even by an entry with errors: it is reported there, not again by what names it)."""
 
-    def __init__(self) -> None:
-        self.errors: list[tuple[str, str]] = []
-        # names declared in the file, even by entries with other errors: cross-references
-        # check against these so one bad field does not cascade into "unknown" errors
-        self.declared_switches: dict[str, Any] = {}
-        self.declared_hosts: set[str] = set()
+    switches: list[tuple[int, Switch]]
+    fixed: list[tuple[int, FixedHost]]
+    mobiles: list[tuple[int, MobileHost]]
+    controller: ControllerConfig | None
+    buffer: BufferLimits | None
+    access_gateway: AccessGateway | None
+    declared: dict[str, list[tuple[int, Any, Any]]]    # section: (index, name, role) of entries naming themselves
+    switch_roles: list[Any]                            # of every switch entry (None: not a mapping)
 
-    def err(self, path: str, problem: str) -> None:
-        self.errors.append((path, problem))
+    @classmethod
+    def of(cls, net: Network, data: Any) -> _Parts:
+        return cls(list(enumerate(net.switches)), list(enumerate(net.fixed_hosts)), list(enumerate(net.mobile_hosts)),
+                   net.controller, net.buffer, net.access_gateway, _declared(data), [s.role for s in net.switches])
 
-    # ---- primitives: each returns None (after recording an error) when invalid
+    @classmethod
+    def partial(cls, data: Any) -> _Parts:
+        doc = data if isinstance(data, dict) else {}
 
-    def mapping(self, value: Any, path: str, allowed: set[str], required: set[str] = frozenset()) -> dict | None:
-        if not isinstance(value, dict):
-            self.err(path, f"must be a mapping, got {_kind(value)}")
-            return None
-        for key in value:
-            if key not in allowed:
-                self.err(f"{path}.{key}" if path else str(key),
-                         f"unknown field (allowed: {', '.join(sorted(allowed))})")
-        for key in sorted(required - set(value)):
-            self.err(f"{path}.{key}" if path else key, "missing required field")
-        return value
-
-    def seq(self, value: Any, path: str) -> list | None:
-        if not isinstance(value, list):
-            self.err(path, f"must be a list, got {_kind(value)}")
-            return None
-        return value
-
-    def integer(self, value: Any, path: str, lo: int, hi: int) -> int | None:
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.err(path, f"must be an integer, got {_kind(value)}")
-            return None
-        if not lo <= value <= hi:
-            self.err(path, f"{value} is out of range [{lo}, {hi}]")
-            return None
-        return value
-
-    def number(self, value: Any, path: str, lo: float, hi: float, lo_open: bool = False) -> float | None:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            self.err(path, f"must be a number, got {_kind(value)}")
-            return None
-        if value < lo or value > hi or (lo_open and value == lo):
-            self.err(path, f"{value} is out of range {'(' if lo_open else '['}{lo}, {hi}]")
-            return None
-        return float(value)
-
-    def name(self, value: Any, path: str) -> str | None:
-        if not isinstance(value, str) or not _NAME_RE.match(value):
-            self.err(path, f"must be a name (letter, then letters/digits/_/-, at most 32), got {value!r}")
-            return None
-        return value
-
-    def ipv4(self, value: Any, path: str) -> str | None:
-        try:
-            addr = ipaddress.IPv4Address(value) if isinstance(value, str) else None
-        except ValueError:
-            addr = None
-        if addr is None:
-            self.err(path, f"must be an IPv4 address like 10.0.1.1, got {value!r}")
-            return None
-        if addr.is_multicast or addr.is_unspecified or addr == ipaddress.IPv4Address("255.255.255.255"):
-            self.err(path, f"{value} is not a unicast host address")
-            return None
-        return str(addr)
-
-    def mac(self, value: Any, path: str) -> str | None:
-        if not isinstance(value, str) or not _MAC_RE.match(value):
-            self.err(path, f"must be a MAC address like 02:00:00:00:00:01, got {value!r}")
-            return None
-        if int(value[:2], 16) & 1:
-            self.err(path, f"{value} is a multicast MAC address")
-            return None
-        return value.lower()
-
-    def grpc_address(self, value: Any, path: str) -> str | None:
-        """host:port, or unix:/absolute/path (a switch in another namespace, e.g. in the Mininet lab)."""
-        if isinstance(value, str) and value.startswith("unix:"):
-            if not value[5:].startswith("/") or "\0" in value:
-                self.err(path, f"a Unix socket address must be unix:/absolute/path, got {value!r}")
+        def valid(model: type[DocModel], raw: Any) -> Any:
+            try:
+                return model.model_validate(raw)     # paths are not resolved: no check looks at them
+            except ValidationError:
                 return None
-            return value
-        host, sep, port = value.rpartition(":") if isinstance(value, str) else ("", "", "")
-        if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
-            self.err(path, f"must be host:port (e.g. 127.0.0.1:50051) or unix:/path, got {value!r}")
-            return None
-        return value
 
-    def unique(self, items: list[tuple[str, Any]], what: str) -> None:
-        """items: (path, value); report every value seen before."""
-        first: dict[Any, str] = {}
-        for path, value in items:
-            if value is None:
-                continue
-            if value in first:
-                self.err(path, f"duplicate {what} {value!r} (also at {first[value]})")
-            else:
-                first[value] = path
+        def items(key: str, model: type[DocModel]) -> list[tuple[int, Any]]:
+            raw = doc.get(key)
+            found = ((i, valid(model, item)) for i, item in enumerate(raw)) if isinstance(raw, list) else ()
+            return [(i, obj) for i, obj in found if obj is not None]
 
-    # ---- sections
+        gw = doc.get("access_gateway")
+        switches = doc["switches"] if isinstance(doc.get("switches"), list) else []
+        return cls(items("switches", Switch), items("fixed_hosts", FixedHost), items("mobile_hosts", MobileHost),
+                   valid(ControllerConfig, doc.get("controller", {})), valid(BufferLimits, doc.get("buffer", {})),
+                   valid(AccessGateway, gw) if gw is not None else None, _declared(data),
+                   [s.get("role") if isinstance(s, dict) else None for s in switches])
 
-    def network(self, raw: Any, base_dir: Path | None) -> Network | None:
-        top = self.mapping(raw, "", {"switches", "fixed_hosts", "mobile_hosts", "access_gateway",
-                                     "controller", "buffer", "priority_dscp"},
-                           {"switches", "mobile_hosts", "access_gateway"})
-        if top is None:
-            return None
-        controller = self.controller(top.get("controller", {}), "controller", base_dir)
-        buffer = self.buffer(top.get("buffer", {}), "buffer")
-        dscp = DSCP_IPF_PRIORITY_DEFAULT
-        if "priority_dscp" in top:
-            dscp = self.integer(top["priority_dscp"], "priority_dscp", 0, 63)
-            if dscp in (DSCP_BEST_EFFORT, DSCP_LE):
-                self.err("priority_dscp", f"{dscp} is reserved (best effort / DSBP lower-effort)")
-        gw = self.access_gateway(top["access_gateway"], "access_gateway") if "access_gateway" in top else None
-        switches = self.switches(top["switches"], "switches") if "switches" in top else []
-        fixed = self.fixed_hosts(top.get("fixed_hosts", []), "fixed_hosts", switches)
-        mobiles = self.mobile_hosts(top["mobile_hosts"], "mobile_hosts", buffer) if "mobile_hosts" in top else []
-        self.address_clashes(switches, fixed, mobiles, gw, controller)
-        if self.errors or None in (controller, buffer, dscp, gw):
-            return None
-        return Network(tuple(switches), tuple(fixed), tuple(mobiles), gw, controller, buffer, dscp)
-
-    def controller(self, raw: Any, path: str, base_dir: Path | None) -> ControllerConfig | None:
-        d = self.mapping(raw, path, {"election_id", "target", "socket", "hold_time_ms", "marker_timeout_ms",
-                                     "flush_timeout_ms", "p4info", "device_config", "address", "spool",
-                                     "spool_fsync"})
-        if d is None:
-            return None
-        out: dict[str, Any] = {}
-        target = d.get("target", V1MODEL)
-        if not isinstance(target, str) or target not in PIPELINES:
-            self.err(f"{path}.target", f"must be one of {', '.join(PIPELINES)}, got {target!r}")
-            return None
-        out["target"] = target
-        out["p4info"], out["device_config"] = (str(p) for p in PIPELINES[target])
-        if "election_id" in d:
-            out["election_id"] = self.integer(d["election_id"], f"{path}.election_id", 1, 2**128 - 1)
-        for key, hi in (("hold_time_ms", 600_000), ("marker_timeout_ms", 60_000), ("flush_timeout_ms", 600_000)):
-            if key in d:
-                out[key] = self.integer(d[key], f"{path}.{key}", 0 if key == "hold_time_ms" else 1, hi)
-        for key in ("socket", "p4info", "device_config"):
-            if key in d:
-                if not isinstance(d[key], str) or not d[key]:
-                    self.err(f"{path}.{key}", f"must be a path, got {d[key]!r}")
-                    out[key] = None
-                elif key != "socket" and base_dir is not None:
-                    out[key] = str((base_dir / d[key]).resolve())
-                else:
-                    out[key] = d[key]
-        if "address" in d:
-            out["address"] = self.ipv4(d["address"], f"{path}.address")
-        if "spool_fsync" in d:
-            if isinstance(d["spool_fsync"], bool):
-                out["spool_fsync"] = d["spool_fsync"]
-            else:
-                self.err(f"{path}.spool_fsync", f"must be true or false, got {d['spool_fsync']!r}")
-                out["spool_fsync"] = None
-        if None in out.values():
-            return None
-        spool = d.get("spool", "")
-        if spool is None:                         # explicitly off
-            pass
-        elif not isinstance(spool, str):
-            self.err(f"{path}.spool", f"must be a path or null, got {spool!r}")
-            return None
-        elif spool == "":                         # default: beside the control socket
-            spool = str(Path(out.get("socket", DEFAULT_SOCKET)).with_suffix(".spool"))
-        elif base_dir is not None:
-            spool = str((base_dir / spool).resolve())
-        return ControllerConfig(**out, spool=spool)
-
-    def buffer(self, raw: Any, path: str) -> BufferLimits | None:
-        d = self.mapping(raw, path, {"per_mh_packets", "total_packets"})
-        if d is None:
-            return None
-        per = self.integer(d.get("per_mh_packets", 64), f"{path}.per_mh_packets", 1, 1_000_000)
-        total = self.integer(d.get("total_packets", 4096), f"{path}.total_packets", 1, 100_000_000)
-        if per is None or total is None:
-            return None
-        if total < per:
-            self.err(f"{path}.total_packets", f"{total} is below per_mh_packets ({per})")
-            return None
-        return BufferLimits(per, total)
-
-    def access_gateway(self, raw: Any, path: str) -> AccessGateway | None:
-        d = self.mapping(raw, path, {"address", "mac"}, {"address", "mac"})
-        if d is None or "address" not in d or "mac" not in d:
-            return None
-        addr, mac = self.ipv4(d["address"], f"{path}.address"), self.mac(d["mac"], f"{path}.mac")
-        return AccessGateway(addr, mac) if addr and mac else None
-
-    def switches(self, raw: Any, path: str) -> list[Switch]:
-        items = self.seq(raw, path)
-        if items is None:
-            return []
-        if not items:
-            self.err(path, "at least a gateway and one base station are needed")
-        out: list[Switch] = []
-        raw_cells: list[tuple[str, int | None]] = []
-        self.declared_switches = {s["name"]: s.get("role") for s in items
-                                  if isinstance(s, dict) and isinstance(s.get("name"), str)}
-        for i, item in enumerate(items):
-            p = f"{path}[{i}]"
-            d = self.mapping(item, p, {"name", "role", "grpc", "device_id", "address", "mac", "ports", "cell_id"},
-                             {"name", "role", "grpc", "device_id", "address", "mac", "ports"})
-            if d is None:
-                continue
-            name = self.name(d.get("name"), f"{p}.name") if "name" in d else None
-            role = d.get("role")
-            if "role" in d and role not in (ROLE_GATEWAY, ROLE_BS):
-                self.err(f"{p}.role", f"must be 'gateway' or 'bs', got {role!r}")
-                role = None
-            grpc = self.grpc_address(d["grpc"], f"{p}.grpc") if "grpc" in d else None
-            dev = self.integer(d["device_id"], f"{p}.device_id", 0, 2**64 - 1) if "device_id" in d else None
-            addr = self.ipv4(d["address"], f"{p}.address") if "address" in d else None
-            mac = self.mac(d["mac"], f"{p}.mac") if "mac" in d else None
-            cell = None
-            if "cell_id" in d:
-                if role == ROLE_GATEWAY:
-                    self.err(f"{p}.cell_id", "only base stations have a cell id")
-                else:
-                    cell = self.integer(d["cell_id"], f"{p}.cell_id", 1, 65535)
-            ports = self.ports(d.get("ports"), f"{p}.ports", role) if "ports" in d else None
-            if role == ROLE_BS:
-                raw_cells.append((f"{p}.cell_id", cell if "cell_id" in d else None))
-            if None in (name, role, grpc, dev, addr, mac, ports):
-                continue
-            out.append(Switch(name, role, grpc, dev, addr, mac, tuple(ports), cell or 0))
-        self.unique([(f"{path}[{i}].name", s.get("name")) for i, s in enumerate(items) if isinstance(s, dict)
-                     and isinstance(s.get("name"), str)], "switch name")
-        self.unique([(f"{path}[{i}].grpc", (s.get("grpc"), s.get("device_id"))) for i, s in enumerate(items)
-                     if isinstance(s, dict) and isinstance(s.get("grpc"), str)], "(grpc, device_id)")
-        self.unique([(f"{path}[{i}].mac", str(s.get("mac")).lower()) for i, s in enumerate(items)
-                     if isinstance(s, dict) and "mac" in s], "switch MAC")
-        gateways = [s for s in out if s.role == ROLE_GATEWAY]
-        if items and len([s for s in items if isinstance(s, dict) and s.get("role") == ROLE_GATEWAY]) != 1:
-            self.err(path, "exactly one switch must have role 'gateway'")
-        if items and not any(isinstance(s, dict) and s.get("role") == ROLE_BS for s in items):
-            self.err(path, "at least one switch must have role 'bs'")
-        self.unique([(p, c) for p, c in raw_cells], "cell id")
-        # cell ids: explicit, else the lowest ids not taken, in file order
-        used = {c for _, c in raw_cells if c is not None}
-        free = (n for n in range(1, 65536) if n not in used)
-        resolved = [_replace(sw, cell_id=next(free)) if sw.is_bs and not sw.cell_id else sw for sw in out]
-        self.topology(resolved, gateways, path)
-        return resolved
-
-    def ports(self, raw: Any, path: str, switch_role: str | None) -> list[Port] | None:
-        items = self.seq(raw, path)
-        if items is None:
-            return None
-        out: list[Port] = []
-        ok = True
-        for i, item in enumerate(items):
-            p = f"{path}[{i}]"
-            d = self.mapping(item, p, {"number", "role", "peer", "aqm"}, {"number", "role"})
-            if d is None:
-                ok = False
-                continue
-            number = self.integer(d["number"], f"{p}.number", 0, MAX_PORT) if "number" in d else None
-            role = d.get("role")
-            if "role" in d and role not in (PORT_ACCESS, PORT_PEER, PORT_CORE):
-                self.err(f"{p}.role", f"must be one of access, peer, core; got {role!r}")
-                role = None
-            if role == PORT_ACCESS and switch_role == ROLE_GATEWAY:
-                self.err(f"{p}.role", "the gateway has no access ports (mobile hosts attach to base stations)")
-                role = None
-            peer = None
-            if role == PORT_PEER:
-                if "peer" not in d:
-                    self.err(f"{p}.peer", "peer ports must name the neighbour switch")
-                    role = None
-                else:
-                    peer = self.name(d["peer"], f"{p}.peer")
-            elif "peer" in d and role is not None:
-                self.err(f"{p}.peer", f"only peer ports have a peer ({role} port)")
-            aqm = None
-            if role == PORT_ACCESS:
-                aqm = self.aqm(d.get("aqm", {}), f"{p}.aqm")
-            elif "aqm" in d and role is not None:
-                self.err(f"{p}.aqm", f"AQM is configured on access ports only ({role} port)")
-            if number is None or role is None or (role == PORT_PEER and peer is None) \
-                    or (role == PORT_ACCESS and aqm is None):
-                ok = False
-                continue
-            out.append(Port(number, role, peer, aqm))
-        self.unique([(f"{path}[{i}].number", d.get("number")) for i, d in enumerate(items)
-                     if isinstance(d, dict) and isinstance(d.get("number"), int)], "port number")
-        self.unique([(f"{path}[{i}].peer", d.get("peer")) for i, d in enumerate(items)
-                     if isinstance(d, dict) and d.get("role") == PORT_PEER and isinstance(d.get("peer"), str)],
-                    "peer (one port per neighbour)")
-        return out if ok else None
-
-    def aqm(self, raw: Any, path: str) -> AqmConfig | None:
-        d = self.mapping(raw, path, {"mode", "limit", "min_th", "max_th", "max_p", "w_q", "dummy_threshold",
-                                     "mean_pkt_time_us"})
-        if d is None:
-            return None
-        mode = d.get("mode", "droptail")
-        if mode in RENAMED_AQM_MODES:
-            self.err(f"{path}.mode", f"{mode!r} is now spelled {RENAMED_AQM_MODES[mode]!r} (one spelling in network "
-                                     f"and scenario files)")
-            return None
-        if mode not in AQM_MODES:
-            self.err(f"{path}.mode", f"must be one of {', '.join(AQM_MODES)}; got {mode!r}")
-            return None
-        limit = self.integer(d.get("limit", 64), f"{path}.limit", 1, MAX_QUEUE_LIMIT)
-        dummy = self.integer(d.get("dummy_threshold", (limit or 2) // 2), f"{path}.dummy_threshold",
-                             0, MAX_QUEUE_LIMIT)
-        if limit is not None and dummy is not None and dummy > limit:
-            self.err(f"{path}.dummy_threshold", f"{dummy} exceeds the queue limit {limit}")
-            dummy = None
-        pkt_time = None
-        if "mean_pkt_time_us" in d:
-            pkt_time = self.number(d["mean_pkt_time_us"], f"{path}.mean_pkt_time_us", 0.0, 1e9, lo_open=True)
-            if pkt_time is None:
-                return None
-        if mode == "droptail":
-            for key in ("min_th", "max_th", "max_p", "w_q", "mean_pkt_time_us"):
-                if key in d:
-                    self.err(f"{path}.{key}", "RED parameter given for a droptail port")
-            if limit is None or dummy is None:
-                return None
-            return AqmConfig(mode, limit, dummy_threshold=dummy)
-        for key in ("min_th", "max_th", "max_p", "w_q"):
-            if key not in d:
-                self.err(f"{path}.{key}", f"missing: required for mode {mode}")
-        min_th = self.integer(d["min_th"], f"{path}.min_th", 0, MAX_QUEUE_LIMIT) if "min_th" in d else None
-        max_th = self.integer(d["max_th"], f"{path}.max_th", 1, MAX_QUEUE_LIMIT) if "max_th" in d else None
-        max_p = self.number(d["max_p"], f"{path}.max_p", 0.0, 1.0, lo_open=True) if "max_p" in d else None
-        shift = self.w_q(d["w_q"], f"{path}.w_q") if "w_q" in d else None
-        if min_th is not None and max_th is not None and min_th >= max_th:
-            self.err(f"{path}.max_th", f"{max_th} must be above min_th ({min_th})")
-            return None
-        if max_th is not None and limit is not None and max_th > limit:
-            self.err(f"{path}.max_th", f"{max_th} exceeds the queue limit {limit}")
-            return None
-        if None in (limit, min_th, max_th, max_p, shift, dummy):
-            return None
-        return AqmConfig(mode, limit, min_th, max_th, max_p, shift, dummy, pkt_time)
-
-    def w_q(self, value: Any, path: str) -> int | None:
-        """w_q must be 2**-k (shift-only EWMA, Tofino-portable); return k."""
-        w = self.number(value, path, 0.0, 0.5, lo_open=True)
-        if w is None:
-            return None
-        k = -math.log2(w)
-        if abs(k - round(k)) > 1e-9 or not 1 <= round(k) <= 16:
-            nearest = min(range(1, 17), key=lambda n: abs(2.0 ** -n - w))
-            self.err(path, f"{value} is not a power of two 2**-k (k in 1..16); "
-                           f"nearest: {2.0 ** -nearest!r} (2**-{nearest})")
-            return None
-        return round(k)
-
-    def topology(self, switches: list[Switch], gateways: list[Switch], path: str) -> None:
-        """Peer links must name known switches, be symmetric, and star every BS to the gateway."""
-        by_name = {s.name: (i, s) for i, s in enumerate(switches)}
-        for i, sw in enumerate(switches):
-            for j, port in enumerate(sw.ports):
-                if port.role != PORT_PEER:
-                    continue
-                p = f"{path}[{i}].ports[{j}].peer"
-                if port.peer == sw.name:
-                    self.err(p, "a switch cannot peer with itself")
-                elif port.peer not in self.declared_switches:
-                    self.err(p, f"unknown switch {port.peer!r}")
-                elif port.peer not in by_name:
-                    continue        # declared but invalid: its own errors are reported
-                elif by_name[port.peer][1].peer_port(sw.name) is None:
-                    self.err(p, f"{port.peer!r} has no peer port back to {sw.name!r} (peering must be symmetric)")
-            if sw.is_bs and not any(p.role == PORT_ACCESS for p in sw.ports):
-                self.err(f"{path}[{i}].ports", f"base station {sw.name!r} has no access port")
-        if len(gateways) == 1:
-            gw = gateways[0]
-            for i, sw in enumerate(switches):
-                if sw.is_bs and gw.peer_port(sw.name) is None:
-                    self.err(f"{path}[{i}]", f"base station {sw.name!r} is not peered with the gateway {gw.name!r}")
-
-    def fixed_hosts(self, raw: Any, path: str, switches: list[Switch]) -> list[FixedHost]:
-        items = self.seq(raw, path)
-        if items is None:
-            return []
-        by_name = {s.name: s for s in switches}
-        self.declared_hosts = {d["name"] for d in items if isinstance(d, dict) and isinstance(d.get("name"), str)}
-        out = []
-        for i, item in enumerate(items):
-            p = f"{path}[{i}]"
-            d = self.mapping(item, p, {"name", "address", "mac", "switch", "port", "gateway"},
-                             {"name", "address", "mac", "switch", "port"})
-            if d is None or not {"name", "address", "mac", "switch", "port"} <= set(d):
-                continue
-            name = self.name(d["name"], f"{p}.name")
-            addr = self.ipv4(d["address"], f"{p}.address")
-            mac = self.mac(d["mac"], f"{p}.mac")
-            port = self.integer(d["port"], f"{p}.port", 0, MAX_PORT)
-            gateway = self.ipv4(d["gateway"], f"{p}.gateway") if "gateway" in d else None
-            bad_gw = "gateway" in d and gateway is None
-            sw = by_name.get(d["switch"])
-            if d["switch"] not in self.declared_switches:
-                self.err(f"{p}.switch", f"unknown switch {d['switch']!r}")
-            elif sw is None:
-                pass                # declared but invalid: its own errors are reported
-            elif port is not None:
-                sp = sw.port(port)
-                if sp is None:
-                    self.err(f"{p}.port", f"switch {sw.name!r} has no port {port}")
-                    port = None
-                elif sp.role == PORT_PEER:
-                    self.err(f"{p}.port", f"port {port} of {sw.name!r} is a peer port (hosts attach to core or access ports)")
-                    port = None
-            if None not in (name, addr, mac, port, sw) and not bad_gw:
-                out.append(FixedHost(name, addr, mac, sw.name, port, gateway))
-        self.unique([(f"{path}[{i}].name", d.get("name")) for i, d in enumerate(items) if isinstance(d, dict)
-                     and isinstance(d.get("name"), str)], "host name")
-        return out
-
-    def mobile_hosts(self, raw: Any, path: str, buffer: BufferLimits | None) -> list[MobileHost]:
-        items = self.seq(raw, path)
-        if items is None:
-            return []
-        bs_names = {n for n, role in self.declared_switches.items() if role == ROLE_BS}
-        fixed_names = self.declared_hosts
-        default_buf = buffer.per_mh_packets if buffer else 64
-        out = []
-        for i, item in enumerate(items):
-            p = f"{path}[{i}]"
-            d = self.mapping(item, p, {"name", "address", "mac", "correspondents", "cell_addresses", "buffer_packets"},
-                             {"name", "address"})
-            if d is None or not {"name", "address"} <= set(d):
-                continue
-            name = self.name(d["name"], f"{p}.name")
-            addr = self.ipv4(d["address"], f"{p}.address")
-            mac = self.mac(d["mac"], f"{p}.mac") if "mac" in d else None
-            bad = "mac" in d and mac is None
-            corr: tuple[str, ...] = tuple(sorted(fixed_names))
-            if "correspondents" in d:
-                names = self.seq(d["correspondents"], f"{p}.correspondents")
-                if names is None:
-                    bad = True
-                else:
-                    for j, n in enumerate(names):
-                        if n not in fixed_names:
-                            self.err(f"{p}.correspondents[{j}]", f"unknown fixed host {n!r}")
-                            bad = True
-                    corr = tuple(names)
-            cells: list[tuple[str, str]] = []
-            if "cell_addresses" in d:
-                cm = d["cell_addresses"]
-                if not isinstance(cm, dict):
-                    self.err(f"{p}.cell_addresses", f"must be a mapping bs-name: address, got {_kind(cm)}")
-                    bad = True
-                else:
-                    for bs, a in cm.items():
-                        if bs not in bs_names:
-                            self.err(f"{p}.cell_addresses.{bs}", "not a base station")
-                            bad = True
-                            continue
-                        ca = self.ipv4(a, f"{p}.cell_addresses.{bs}")
-                        if ca is None:
-                            bad = True
-                        elif ca == addr:
-                            self.err(f"{p}.cell_addresses.{bs}", "must differ from the home address")
-                            bad = True
-                        else:
-                            cells.append((bs, ca))
-            buf = default_buf
-            if "buffer_packets" in d:
-                limit = buffer.total_packets if buffer else 100_000_000
-                buf = self.integer(d["buffer_packets"], f"{p}.buffer_packets", 1, limit)
-            if bad or None in (name, addr, buf):
-                continue
-            out.append(MobileHost(name, addr, corr, tuple(sorted(cells)), mac, buf))
-        self.unique([(f"{path}[{i}].name", d.get("name")) for i, d in enumerate(items) if isinstance(d, dict)
-                     and isinstance(d.get("name"), str)], "mobile host name")
-        return out
-
-    def address_clashes(self, switches: list[Switch], fixed: list[FixedHost], mobiles: list[MobileHost],
-                        gw: AccessGateway | None, controller: ControllerConfig | None) -> None:
-        """Every address routes to exactly one place."""
-        items: list[tuple[str, str]] = []
-        if controller is not None:
-            items.append(("controller.address", controller.address))
-        items += [(f"switch {s.name}.address", s.address) for s in switches]
-        items += [(f"fixed host {h.name}.address", h.address) for h in fixed]
-        gateways = {h.gateway: h.name for h in fixed if h.gateway}
-        items += [(f"fixed host {name}.gateway", addr) for addr, name in gateways.items()]
-        for m in mobiles:
-            items.append((f"mobile host {m.name}.address", m.address))
-            items += [(f"mobile host {m.name}.cell_addresses.{bs}", a) for bs, a in m.cell_addresses]
-        if gw is not None:
-            items.append(("access_gateway.address", gw.address))
-        self.unique(items, "address")
-        names = [(f"switch {s.name}", s.name) for s in switches] + [(f"fixed host {h.name}", h.name) for h in fixed] \
-            + [(f"mobile host {m.name}", m.name) for m in mobiles]
-        self.unique(names, "name (switches and hosts share one namespace)")
+    def names(self, section: str, role: str | None = None) -> set[str]:
+        return {name for _, name, r in self.declared[section] if role is None or r == role}
 
 
-def _kind(value: Any) -> str:
-    return "nothing" if value is None else type(value).__name__
+def _declared(data: Any) -> dict[str, list[tuple[int, Any, Any]]]:
+    def field(item: Any, key: str) -> Any:
+        return item.get(key) if isinstance(item, dict) else getattr(item, key, None)
 
+    out: dict[str, list[tuple[int, Any, Any]]] = {}
+    for section in ("switches", "fixed_hosts", "mobile_hosts"):
+        raw = data.get(section) if isinstance(data, dict) else None
+        out[section] = [(i, field(item, "name"), field(item, "role")) for i, item in enumerate(raw)
+                        if isinstance(field(item, "name"), str)] if isinstance(raw, (list, tuple)) else []
+    return out
+
+
+def _unique(items: Iterable[tuple[Loc, Any]], what: str, prefix: Loc = ()) -> Iterator[Problem]:
+    """A problem for every value seen before (`prefix` + loc of the first in the message)."""
+    first: dict[Any, Loc] = {}
+    for loc, value in items:
+        if value in first:
+            yield loc, f"duplicate {what} {value!r} (also at {field_path(prefix + first[value])})"
+        else:
+            first.setdefault(value, loc)
+
+
+def _switch_checks(p: _Parts) -> Iterator[Problem]:
+    """One gateway, at least one BS, unique names and ids, symmetric peering starred on the gateway."""
+    raw = p.declared["switches"]
+    roles = p.switch_roles
+    roles_known = all(role in (ROLE_GATEWAY, ROLE_BS) for role in roles)   # else: that role's own error
+    if roles and roles_known and roles.count(ROLE_GATEWAY) != 1:
+        yield ("switches",), "exactly one switch must have role 'gateway'"
+    if roles and roles_known and ROLE_BS not in roles:
+        yield ("switches",), "at least one switch must have role 'bs'"
+    yield from _unique(((("switches", i, "name"), name) for i, name, _ in raw), "switch name")
+    yield from _unique(((("switches", i, "grpc"), (s.grpc, s.device_id)) for i, s in p.switches), "(grpc, device_id)")
+    yield from _unique(((("switches", i, "mac"), s.mac) for i, s in p.switches), "switch MAC")
+    yield from _unique(((("switches", i, "cell_id"), s.cell_id) for i, s in p.switches
+                        if s.is_bs and "cell_id" in s.model_fields_set), "cell id")
+    declared = p.names("switches")
+    by_name = {s.name: s for _, s in p.switches}
+    for i, sw in p.switches:
+        for j, port in enumerate(sw.ports):
+            if port.role != PORT_PEER or port.peer == sw.name or port.peer is None:
+                continue            # self-peering is the switch's own error
+            loc: Loc = ("switches", i, "ports", j, "peer")
+            if port.peer not in declared:
+                yield loc, f"unknown switch {port.peer!r}"
+            elif port.peer in by_name and by_name[port.peer].peer_port(sw.name) is None:
+                yield loc, f"{port.peer!r} has no peer port back to {sw.name!r} (peering must be symmetric)"
+    gateways = [s for _, s in p.switches if s.role == ROLE_GATEWAY]
+    if roles_known and roles.count(ROLE_GATEWAY) == 1 and gateways:
+        gw = gateways[0]
+        for i, sw in p.switches:
+            if sw.is_bs and gw.peer_port(sw.name) is None:
+                yield ("switches", i), f"base station {sw.name!r} is not peered with the gateway {gw.name!r}"
+
+
+def _host_checks(p: _Parts) -> Iterator[Problem]:
+    """Hosts name switches, ports, base stations and fixed hosts that exist; their names are unique."""
+    yield from _unique(((("fixed_hosts", i, "name"), n) for i, n, _ in p.declared["fixed_hosts"]), "host name")
+    yield from _unique(((("mobile_hosts", i, "name"), n) for i, n, _ in p.declared["mobile_hosts"]),
+                       "mobile host name")
+    switches, by_name = p.names("switches"), {s.name: s for _, s in p.switches}
+    for i, h in p.fixed:
+        sw = by_name.get(h.switch)
+        if h.switch not in switches:
+            yield ("fixed_hosts", i, "switch"), f"unknown switch {h.switch!r}"
+        elif sw is None:
+            continue                # declared but invalid: its own errors are reported
+        elif (port := sw.port(h.port)) is None:
+            yield ("fixed_hosts", i, "port"), f"switch {sw.name!r} has no port {h.port}"
+        elif port.role == PORT_PEER:
+            yield ("fixed_hosts", i, "port"), (f"port {h.port} of {sw.name!r} is a peer port (hosts attach to core "
+                                               f"or access ports)")
+    fixed = p.names("fixed_hosts")
+    not_gateways = p.names("switches") - p.names("switches", ROLE_GATEWAY)    # a bad role is its own error
+    for i, m in p.mobiles:
+        for j, name in enumerate(m.correspondents):
+            if name not in fixed:
+                yield ("mobile_hosts", i, "correspondents", j), f"unknown fixed host {name!r}"
+        for bs, _ in m.cell_addresses:
+            if bs not in not_gateways:
+                yield ("mobile_hosts", i, "cell_addresses", bs), "not a base station"
+        if p.buffer is not None and m.buffer_packets > p.buffer.total_packets:
+            yield ("mobile_hosts", i, "buffer_packets"), (f"{m.buffer_packets} is out of range "
+                                                          f"[1, {p.buffer.total_packets}] (buffer.total_packets)")
+
+
+def _address_clashes(p: _Parts) -> Iterator[Problem]:
+    """Every address routes to exactly one place; switches and hosts share one namespace."""
+    items: list[tuple[Loc, str]] = []
+    if p.controller is not None:
+        items.append((("controller", "address"), p.controller.address))
+    items += [(("switches", i, "address"), s.address) for i, s in p.switches]
+    items += [(("fixed_hosts", i, "address"), h.address) for i, h in p.fixed]
+    gateways: dict[str, Loc] = {}
+    for i, h in p.fixed:
+        if h.gateway:
+            gateways.setdefault(h.gateway, ("fixed_hosts", i, "gateway"))    # hosts may share their gateway
+    items += [(loc, addr) for addr, loc in gateways.items()]
+    for i, m in p.mobiles:
+        items.append((("mobile_hosts", i, "address"), m.address))
+        items += [(("mobile_hosts", i, "cell_addresses", bs), a) for bs, a in m.cell_addresses]
+    if p.access_gateway is not None:
+        items.append((("access_gateway", "address"), p.access_gateway.address))
+    yield from _unique(items, "address")
+    first: dict[str, tuple[str, Loc]] = {}
+    for section in ("switches", "fixed_hosts", "mobile_hosts"):
+        for i, name, _ in p.declared[section]:
+            seen = first.setdefault(name, (section, (section, i, "name")))
+            if seen[0] != section:           # duplicates within a section are reported there
+                yield (section, i, "name"), (f"duplicate name (switches and hosts share one namespace) {name!r} "
+                                             f"(also at {field_path(seen[1])})")

@@ -13,6 +13,7 @@ from typing import Sequence
 from hosts.cli import add_parser as add_host_parser
 from controller.cli import add_parser as add_ctl_parser
 from topo.cli import add_parser as add_run_parser
+from p4handoff.schema_cli import add_parser as add_schema_parser
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -25,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_host_parser(sub)
     add_ctl_parser(sub)
     add_run_parser(sub)
+    add_schema_parser(sub)
     return parser
 
 

@@ -101,4 +101,4 @@ def test_a_network_that_overflows_a_table_is_refused_naming_it(monkeypatch, caps
     assert ("gw", f"{need} entries for table ipv4_fwd exceed its size {need - 1} (SIZE_IPV4_FWD, "
                   "p4src/include/size.p4)") in Programmer(net).capacity_problems()
     assert main(["ctl", "validate", "--network", str(example)]) == cli.EXIT_INVALID
-    assert "switches[gw]: " in capsys.readouterr().err
+    assert "switches[0]: " in capsys.readouterr().err
