@@ -72,7 +72,7 @@ class BufferPool:
         self.spool = spool
         self._buffers: dict[str, MhBuffer] = {}
         self._next_id = 1
-        self._uncommitted: list[Record] = []       # releases whose packet-outs are not yet handed on
+        self._uncommitted: list[Record] = []       # releases not yet given to a fence
 
     def add_mh(self, mh: str, limit: int) -> None:
         self._buffers[mh] = MhBuffer(limit)
@@ -103,7 +103,7 @@ class BufferPool:
     def pop_main(self, mh: str) -> bytes | None:
         """The next packet to release, or None if only held segments (or nothing) remain.
 
-        Journaled as removed only at `commit()`, once its packet-out has been handed to the switch."""
+        Journaled as removed only once its switch has read the packet-out (`journal_releases`)."""
         buf = self._buffers[mh]
         if not buf.main:
             return None

@@ -14,8 +14,9 @@ in the kernel's page cache before the state machine goes on — a `kill -9` at
 any instant loses nothing. Against power loss too, set `controller.spool_fsync`
 (an fsync per record: slower). Records carry a length and a CRC32; a torn tail
 (crash mid-write) is detected, reported and cut off at open. Releases are
-recorded *after* their packet-out was handed to the switch session, so a crash
-between the two re-sends a packet (a duplicate, never a loss).
+recorded only once the switch has read their packet-out (a fence probe after
+them came back: controller/release_fence.py), so a crash between the two
+re-sends a packet (a duplicate, never a loss).
 
 The file is truncated whenever every buffer is empty, and rewritten as a
 snapshot (temp file, fsync, rename: atomic) when it outgrows `COMPACT_BYTES`.
