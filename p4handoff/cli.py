@@ -7,6 +7,7 @@ into exit codes a script can rely on.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Sequence
 
@@ -34,6 +35,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or EXIT_OK)
+    except BrokenPipeError:
+        # the reader went away (`p4handoff ctl status | head`): not an error; stop writing to the pipe
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except (ValueError, OSError) as exc:
         print(f"p4handoff {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -121,3 +121,15 @@ def test_repeats_with_random_loss_are_not_warned_about(tmp_path: Path, capsys: p
     out = capsys.readouterr()
     assert "warning" not in out.err
     assert "± 0.000 |" not in out.out.split("Bandwidth-Aware", 1)[1].splitlines()[0]
+
+
+def test_a_reader_that_stops_early_is_not_an_error():
+    """`p4handoff schema network | true` (as `ctl status | head`): the closed pipe ends the command quietly, exit 0."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(["bash", "-c", f"'{sys.executable}' -m p4handoff schema network | true; "
+                           "echo ${PIPESTATUS[0]} >&2"], capture_output=True, text=True, timeout=60)
+    status = proc.stderr.strip().splitlines()[-1]
+    assert status == "0", proc.stderr
+    assert "Broken pipe" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
