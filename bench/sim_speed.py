@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hosts.sim.papers import vertical_handoff  # noqa: E402
+from tests.sim_papers import vertical_handoff  # noqa: E402
 
 SIM_SECONDS = 60.0
 

@@ -10,7 +10,7 @@ from typing import Callable
 
 from hosts.cc.base import CongestionControl
 from hosts.tcp import TcpConfig, TcpConnection, TraceRecord
-from hosts.tcp.testing import ScriptedPeer
+from tests.tcp_loop import ScriptedPeer
 
 MSS = 1000
 HZ = 1_000_000

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from hosts.cc.cdg import Cdg, State
-from hosts.sim.papers import dumbbell
+from tests.sim_papers import dumbbell
 from hosts.tcp import TraceRecord
 from tests.delay_harness import MSS, DelaySender, FixedDraws, flat, rising
 

@@ -6,7 +6,7 @@ from typing import Callable
 import pytest
 
 from hosts.cc.chd import Chd
-from hosts.sim.papers import dumbbell
+from tests.sim_papers import dumbbell
 from hosts.tcp import TraceRecord
 from tests.delay_harness import MSS, DelaySender, FixedDraws, flat
 

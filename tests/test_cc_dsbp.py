@@ -8,7 +8,7 @@ import pytest
 from hosts.cc.dsbp import Dsbp
 from hosts.segment import ACK, SYN, Segment
 from hosts.tcp import State, TcpConfig, TcpConnection, TraceRecord
-from hosts.tcp.testing import Loop
+from tests.tcp_loop import Loop
 from p4handoff.notify import Event, Notification
 from p4handoff.wire import DSCP_LE
 

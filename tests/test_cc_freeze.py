@@ -7,7 +7,7 @@ import pytest
 
 from hosts.segment import ACK, SYN, Segment
 from hosts.tcp import State, TcpConfig, TcpConnection, TraceRecord
-from hosts.tcp.testing import Loop, ScriptedPeer
+from tests.tcp_loop import Loop, ScriptedPeer
 from p4handoff.notify import Event, Notification
 
 MSS = 1000

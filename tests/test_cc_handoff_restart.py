@@ -9,7 +9,7 @@ import pytest
 from hosts.cc import make_scheme
 from hosts.cc.bwaware import BandwidthAware
 from hosts.tcp import TcpConfig, TcpConnection, TraceRecord
-from hosts.tcp.testing import Loop, ScriptedPeer
+from tests.tcp_loop import Loop, ScriptedPeer
 from p4handoff.notify import Event, Notification
 
 MSS = 1000

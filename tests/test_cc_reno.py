@@ -4,7 +4,7 @@ from __future__ import annotations
 from hosts.cc.reno import Reno
 from hosts.segment import Segment
 from hosts.tcp import TcpConfig, TcpConnection, TraceRecord
-from hosts.tcp.testing import Loop, ScriptedPeer
+from tests.tcp_loop import Loop, ScriptedPeer
 
 MSS = 1000
 

@@ -7,7 +7,7 @@ import pytest
 
 from hosts.cc.ucc import Ucc
 from hosts.tcp import TcpConfig, TcpConnection, TraceRecord
-from hosts.tcp.testing import Loop, ScriptedPeer
+from tests.tcp_loop import Loop, ScriptedPeer
 from p4handoff.notify import Event, Notification
 
 MSS = 1000

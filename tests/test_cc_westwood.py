@@ -7,7 +7,7 @@ import pytest
 
 from hosts.cc.westwood import Westwood
 from hosts.tcp import TcpConfig, TcpConnection, TraceRecord
-from hosts.tcp.testing import Loop, ScriptedPeer
+from tests.tcp_loop import Loop, ScriptedPeer
 
 MSS = 1000
 

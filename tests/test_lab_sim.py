@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hosts.sim.papers import vertical_handoff
+from tests.sim_papers import vertical_handoff
 from topo.runner import Results, RunRecord, run_scenario
 from topo.scenario import SweepAxis, load
 from topo.sim_backend import SimBackend

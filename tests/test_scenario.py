@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hosts.sim.papers import vertical_handoff
+from tests.sim_papers import vertical_handoff
 from topo import metrics
 from topo.rawdoc import expand_counts, set_path
 from topo.scenario import SweepAxis, load, parse, read_document

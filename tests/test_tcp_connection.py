@@ -7,7 +7,7 @@ import pytest
 
 from hosts.segment import ACK, FIN, RST, SYN, Segment
 from hosts.tcp import State, TcpConfig, TcpConnection, TcpError, rst_for
-from hosts.tcp.testing import Loop
+from tests.tcp_loop import Loop
 
 A, B = "10.0.0.1", "10.0.1.1"
 

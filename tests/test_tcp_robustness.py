@@ -5,7 +5,7 @@ import random
 
 from hosts.segment import ACK, FIN, PSH, RST, SYN, URG, Segment
 from hosts.tcp import State, TcpConfig, TcpConnection, TraceRecord
-from hosts.tcp.testing import Loop
+from tests.tcp_loop import Loop
 
 A, B = "10.0.0.1", "10.0.1.1"
 

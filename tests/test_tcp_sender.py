@@ -5,7 +5,7 @@ import pytest
 
 from hosts.segment import FIN, PSH
 from hosts.tcp import TcpConfig, TcpConnection, TraceRecord
-from hosts.tcp.testing import ScriptedPeer
+from tests.tcp_loop import ScriptedPeer
 
 MSS = 1000
 
