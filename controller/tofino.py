@@ -11,10 +11,13 @@ AQM entries into the TNA form:
 * `red_pb` matches the integer part of the average (whole cells, 16 bits:
   bf-p4c range keys are at most 16 bits wide);
 * `red_pa` (profile, level, count) -> threshold becomes `red_pa_gap`
-  (profile, level, random-number range) -> the least count that drops: a
+  (profile, level, random-number prefix) -> the least count that drops: a
   stateful ALU cannot look a table up between reading and writing the count,
   but it can compare the count with a value looked up before (same law), on
-  a TNA_PROB_BITS-bit random number (thresholds rounded: `tna_thresholds`);
+  a TNA_PROB_BITS-bit random number (thresholds rounded: `tna_thresholds`).
+  The random-number ranges become the fewest longest-prefix-match entries
+  (`gap_prefixes`): one TCAM row each, where a range costs up to seven rows
+  and twice the TCAM width (docs/tofino.md, "Resources");
 * `aqm_idle` has no TNA counterpart: the Lpf average decays with time.
 
 `lpf_time_constant_ns` gives the Lpf time constant (set outside P4Runtime's
@@ -117,12 +120,56 @@ def gap_ranges(thresholds: list[int], one: int = PROB_ONE) -> list[tuple[int, in
     return ranges
 
 
+@dataclass(frozen=True)
+class _PrefixNode:
+    """A node of the binary trie over the random number: the values its block may take (ORTC pass 2)."""
+
+    values: frozenset[int]
+    children: tuple[_PrefixNode, _PrefixNode] | None
+
+
+def _prefix_trie(ranges: list[tuple[int, int, int]], low: int, bits: int) -> _PrefixNode:
+    """The trie of block [low, low + 2^bits): a leaf where one range holds the block, else the children's
+    common values or, if they have none, all of them (Draves et al., ORTC)."""
+    for r_low, r_high, value in ranges:
+        if r_low <= low <= r_high:
+            if low + (1 << bits) - 1 <= r_high:
+                return _PrefixNode(frozenset((value,)), None)
+            break
+    half = 1 << (bits - 1)
+    left = _prefix_trie([r for r in ranges if r[0] < low + half], low, bits - 1)
+    right = _prefix_trie([r for r in ranges if r[1] >= low + half], low + half, bits - 1)
+    common = left.values & right.values
+    return _PrefixNode(common or left.values | right.values, (left, right))
+
+
+def gap_prefixes(ranges: list[tuple[int, int, int]], bits: int = TNA_PROB_BITS,
+                 default: int = 0) -> list[tuple[int, int, int]]:
+    """(value, prefix length, c*) longest-prefix-match entries equal to the tiling `ranges` of the
+    `bits`-bit numbers, a miss giving `default`: the fewest such entries (ORTC: an entry only where the
+    value inherited from the enclosing prefix cannot serve the block)."""
+    out: list[tuple[int, int, int]] = []
+
+    def walk(node: _PrefixNode, low: int, plen: int, inherited: int) -> None:
+        value = inherited
+        if inherited not in node.values:
+            value = min(node.values)
+            out.append((low, plen, value))
+        if node.children is not None:
+            half = 1 << (bits - plen - 1)
+            walk(node.children[0], low, plen + 1, value)
+            walk(node.children[1], low + half, plen + 1, value)
+
+    walk(_prefix_trie(ranges, 0, bits), 0, 0, default)
+    return out
+
+
 def red_pa_gap_entries(profile: int, red: RedParams) -> list[TableEntry]:
-    """Every `red_pa_gap` entry of one profile."""
-    return [TableEntry(T_RED_PA_GAP, {"profile": profile, "level": level, "rnd": (low, high)}, "set_min_count",
-                       {"count": count}, priority=1)
+    """Every `red_pa_gap` entry of one profile: `gap_ranges` as prefixes; a miss is `gap_certain` (c* = 0)."""
+    return [TableEntry(T_RED_PA_GAP, {"profile": profile, "level": level, "rnd": (value, plen)}, "set_min_count",
+                       {"count": count})
             for _, _, level, p_b in pb_level_ranges(red)
-            for low, high, count in gap_ranges(tna_thresholds(pa_thresholds(p_b)), TNA_PROB_ONE)]
+            for value, plen, count in gap_prefixes(gap_ranges(tna_thresholds(pa_thresholds(p_b)), TNA_PROB_ONE))]
 
 
 def port_entries_for(target: str, cfg: PortAqm, queues: TnaQueues = TnaQueues()) -> list[TableEntry]:

@@ -11,7 +11,6 @@ import json
 import math
 import os
 import random
-import re
 import shutil
 from pathlib import Path
 
@@ -23,10 +22,10 @@ from controller.p4runtime import P4Info, TableEntry
 from controller.p4runtime.entities import encode_table_entry
 from controller.port_counters import PORT_COUNTERS
 from controller.programmer import Programmer
-from controller.tofino import (TNA_PROB_ONE, TnaQueues, cell_ranges, gap_ranges, lpf_error_report,
+from controller.tofino import (TNA_PROB_ONE, TnaQueues, cell_ranges, gap_prefixes, gap_ranges, lpf_error_report,
                                lpf_time_constant_ns, pa_quantisation_error, port_entries_for, red_pa_gap_entries,
                                scale_port, tna_thresholds)
-from p4handoff.wire import AQM_MODE_MRED, AQM_MODE_RED, PROB_ONE
+from p4handoff.wire import AQM_MODE_MRED, AQM_MODE_RED, PROB_ONE, TNA_PROB_BITS
 
 ROOT = Path(__file__).resolve().parents[1]
 NET = load_network(ROOT / "controller" / "examples" / "three-switch.yaml")
@@ -90,6 +89,58 @@ def test_gap_ranges_drop_exactly_when_the_threshold_does(p_b):
             assert (count >= c_star) == v1_drops, (rnd, count)
 
 
+def lpm_lookup_all(prefixes: list[tuple[int, int, int]], default: int = 0) -> list[int]:
+    """What a longest-prefix-match table of `prefixes` answers for every TNA_PROB_BITS-bit number."""
+    out = [default] * TNA_PROB_ONE
+    for value, plen, result in sorted(prefixes, key=lambda p: p[1]):      # longer prefixes paint last
+        assert value % (1 << (TNA_PROB_BITS - plen)) == 0, (value, plen)   # no bits beyond the prefix
+        width = 1 << (TNA_PROB_BITS - plen)
+        out[value:value + width] = [result] * width
+    return out
+
+
+def prefix_count(low: int, high: int) -> int:
+    """How many prefixes cover exactly [low, high] (the greedy split, which is the fewest)."""
+    n = 0
+    while low <= high:
+        size = low & -low or TNA_PROB_ONE
+        while low + size - 1 > high:
+            size //= 2
+        low, n = low + size, n + 1
+    return n
+
+
+@pytest.mark.parametrize("red", [PAPER, LAB], ids=["paper", "lab"])
+def test_gap_prefixes_answer_as_the_ranges_for_every_random_number(red):
+    """red_pa_gap's prefixes, a miss being gap_certain (c* = 0), give every level's c* for all 2^16
+    random numbers exactly as gap_ranges does: with test_gap_ranges_drop_exactly_when_the_threshold_does,
+    the drop law decision for decision."""
+    entries = red_pa_gap_entries(0, red)
+    for _, _, level, p_b in pb_level_ranges(red):
+        ranges = gap_ranges(tna_thresholds(pa_thresholds(p_b)), TNA_PROB_ONE)
+        want = [0] * TNA_PROB_ONE
+        for low, high, c_star in ranges:
+            want[low:high + 1] = [c_star] * (high - low + 1)
+        mine = [(e.match["rnd"][0], e.match["rnd"][1], e.params["count"]) for e in entries
+                if e.match["level"] == level]
+        assert mine == gap_prefixes(ranges)
+        assert len({(v, plen) for v, plen, _ in mine}) == len(mine)               # no duplicate keys
+        assert lpm_lookup_all(mine) == want, level
+        # never more rows than the ranges cut into prefixes one by one (the miss serving c* = 0)
+        assert len(mine) <= sum(prefix_count(low, high) for low, high, c_star in ranges if c_star)
+
+
+def test_gap_prefixes_use_the_miss_and_the_enclosing_prefix():
+    # [100, 2^16) -> 1 alone takes 12 prefixes; the /0 prefix -> 1 with [0, 99] carved back to 0
+    # (the miss's value, but under the /0 it needs entries: 3 prefixes) takes 4, the fewest
+    ranges = [(0, 99, 0), (100, TNA_PROB_ONE - 1, 1)]
+    prefixes = gap_prefixes(ranges)
+    assert prefix_count(100, TNA_PROB_ONE - 1) == 12 and len(prefixes) == 4
+    assert lpm_lookup_all(prefixes) == [0] * 100 + [1] * (TNA_PROB_ONE - 100)
+    assert gap_prefixes([(0, TNA_PROB_ONE - 1, 3)]) == [(0, 0, 3)]       # one value: the /0 prefix
+    assert gap_prefixes([(0, TNA_PROB_ONE - 1, 0)]) == []                 # all misses
+
+
 @pytest.mark.parametrize("red", [PAPER, LAB], ids=["paper", "lab"])
 def test_tna_thresholds_round_p_a_to_the_16_bit_grid(red):
     for _, _, _, p_b in pb_level_ranges(red):
@@ -131,7 +182,8 @@ def test_tna_entries_are_in_cells_with_gap_ranges_and_no_idle_table():
     # whole cells: the band starts at min_th and ends below max_th, both in cells
     assert pb_tna[0][0] == pb_v1[0][0] * c // AVG_ONE and pb_tna[-1][1] + 1 == (pb_v1[-1][1] + 1) * c // AVG_ONE
     assert all(a[1] + 1 == b[0] for a, b in zip(pb_tna, pb_tna[1:]))
-    assert all(e.match["profile"] == 1 and e.priority == 1 for e in entries if e.table == "red_pa_gap")
+    assert all(e.match["profile"] == 1 and e.priority == 0 and len(e.match["rnd"]) == 2
+               for e in entries if e.table == "red_pa_gap")
 
 
 def test_scaling_keeps_the_port_valid_and_refuses_bad_targets():
@@ -167,10 +219,7 @@ def test_tna_program_compiles(target):
     log = TNA_DIR / f"{target}.log"
     if tofino_compiler() is not None and log.exists() and not tna_p4info_path(target).exists():
         text = log.read_text()
-        stages = re.search(r"supports up to (\d+) stages, using (\d+)", text)
-        if stages:   # the one known, documented shortfall (docs/tofino.md): reported, any other failure fails
-            pytest.xfail(f"{target}: does not fit, {stages.group(2)} stages of {stages.group(1)} (docs/tofino.md)")
-        tail = "\n".join(text.splitlines()[-4:])
+        tail = "\n".join(text.splitlines()[-4:])    # "supports up to 12 stages, using N" when it does not fit
         pytest.fail(f"make build-tofino failed for {target} ({log.relative_to(ROOT)}):\n{tail}")
     load_tna(target)
     out = TNA_DIR / target

@@ -34,6 +34,16 @@ control BsIngress(inout headers_t hdr, inout local_meta_t meta) {
         bool from_cpu = hdr.packet_out.isValid();
         bool had_ipv4 = hdr.ipv4.isValid();   /* before decapsulation */
         bool use_table = false;
+        /* Validation first, gating nothing: the glue drops a malformed
+         * packet before it acts on any other decision, and nothing below
+         * has a side effect. It reads the headers as parsed (lengths, the
+         * inner and transport headers, the outer header's validity), which
+         * forwarding leaves alone anyway. First in the sequence, its flat
+         * steps finish by Tofino-1's stage 5, beside the forwarding chain;
+         * after the forwarding block (Tofino-1 has no long branches) the
+         * verdict came at stage 10 and the five ingress counters that wait
+         * for it needed a 13th stage (docs/tofino.md, "Resources"). */
+        validate.apply(hdr, meta, had_ipv4);
         ipf_config.apply(meta);
         if (from_cpu) {
             if (hdr.packet_out.mark_priority == 1) {
@@ -88,13 +98,6 @@ control BsIngress(inout headers_t hdr, inout local_meta_t meta) {
          * wait for the drop and punt decisions (Tofino stages). */
         dsbp_classify.apply(hdr, meta);
         aqm_config.apply(meta);
-        /* Validation comes last and gates nothing: the glue drops a
-         * malformed packet before it acts on any other decision, and nothing
-         * above has a side effect. It reads only what forwarding leaves
-         * alone (lengths, the inner and transport headers) plus the outer
-         * header's validity as it arrived. On Tofino-1 a check in front
-         * would hold every later table back until its last stage. */
-        validate.apply(hdr, meta, had_ipv4);
     }
 }
 

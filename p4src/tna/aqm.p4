@@ -126,17 +126,20 @@ control TnaAqmEgress(inout tna_headers_t hdr, inout tna_egress_meta_t meta,
     }
 
     /* (p_b level, random number) -> the least count whose p_a threshold
-     * exceeds it: red_pa's thresholds turned into ranges */
+     * exceeds it: red_pa's thresholds turned into random-number ranges, and
+     * the ranges into prefixes (controller/tofino.py, gap_prefixes): one
+     * 32-bit TCAM row per entry, where a 16-bit range costs up to seven rows
+     * of twice the width (docs/tofino.md, "Resources") */
     @name(".red_pa_gap")
     table red_pa_gap {
         key = {
             hdr.bridged.aqm_profile : exact @name("profile");
             meta.pb_level           : exact @name("level");
-            meta.rnd                : range @name("rnd");
+            meta.rnd                : lpm @name("rnd");
         }
         actions = { set_min_count; @defaultonly gap_certain; }
         default_action = gap_certain();
-        size = 8192;   /* the paper's parameters need 5 031 entries (controller/tofino.py) */
+        size = 11264;  /* 22 TCAM blocks; the paper's parameters need 10 558 entries */
     }
 
     /* Each step below is one action: Tofino runs an action's operations in

@@ -114,7 +114,7 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
         }
         bs_ingress.apply(hdr.bs, meta.bs);
 
-        if (meta.bs.drop) {
+        if (meta.bs.malformed_kind != 0 || meta.bs.drop) {
             ig_dprsr_md.drop_ctl = 1;
         } else if (meta.bs.punt_reason != 0) {
             if (meta.bs.punt_reason != PUNT_REASON_TELEMETRY) {
@@ -142,9 +142,10 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
             }
         }
 
+        /* the counter alone: writing drop_ctl here too would order it after
+         * the fate above, putting five counters in one stage (four ALUs) */
         if (meta.bs.malformed_kind != 0) {
             malformed.count(ig_intr_md.ingress_port ++ meta.bs.malformed_kind[3:0]);
-            ig_dprsr_md.drop_ctl = 1;
         }
         if (meta.bs.malformed_kind == 0 && meta.bs.sanitised) {
             sanitised.count(ig_intr_md.ingress_port);

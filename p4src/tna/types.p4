@@ -91,7 +91,7 @@ struct tna_egress_meta_t {
     bit<32> restart;        /* the count after a reset (0: below min_th) or a drop (1) */
     bit<8>  pb_level;
     bit<32> min_count;      /* drop when the count reaches this (red_pa_gap; 0: forced) */
-    bit<16> rnd;            /* uniform; p_a is compared at 16 bits (range keys: at most 16 bits) */
+    bit<16> rnd;            /* uniform; p_a is compared at TNA_PROB_BITS = 16 bits */
     bit<2>  verdict;
 }
 
