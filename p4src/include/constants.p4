@@ -87,8 +87,10 @@ const bit<16> COUNT_MAX = 0xFFFF;
 /* telemetry.aqm_mode of a port without an aqm_port entry */
 const bit<8> TELEMETRY_AQM_MODE_NONE = 255;
 /* TNA (p4src/tna): the random number p_a is compared with has TNA_PROB_BITS
- * bits (bf-p4c range keys are at most 16 bits wide), and red_pb matches the
- * integer part of the Q16.16 average (whole cells) */
+ * bits (red_pa_gap's prefix entries grow with its width; 16 bits keep them
+ * within Tofino-1's TCAM, docs/tofino.md), and red_pb matches the integer
+ * part of the Q16.16 average (whole cells: bf-p4c range keys are at most 16
+ * bits wide) */
 const bit<8> TNA_PROB_BITS = 16;
 
 /* A dummy dequeued while data is queued on its port is recirculated to the
