@@ -31,9 +31,9 @@ from controller.control import request
 from controller.launch import launch_controller
 from controller.registration import RegistrationReply, RegistrationRequest
 from controller.packets import PacketError, ethernet, parse_ipv4, parse_udp, split_ethernet, udp_packet
+from p4handoff.bmv2 import Bmv2Switch, veth_port
 from p4handoff.netns import Lab, Namespace
 from p4handoff.wire import UDP_PORT_MIP_REGISTRATION, load_constants
-from topo.bmv2 import Bmv2Switch, veth_port
 
 REPO = Path(__file__).resolve().parent.parent
 CPU_PORT = load_constants()["CPU_PORT"]

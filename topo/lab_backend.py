@@ -58,7 +58,7 @@ from topo.rundata import FlowData, RunData
 from topo.scenario import Scenario
 
 if TYPE_CHECKING:
-    from topo.bmv2 import Bmv2Switch
+    from p4handoff.bmv2 import Bmv2Switch
     from topo.mininet_lab import LabNet
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
