@@ -37,8 +37,8 @@ from controller.p4runtime import P4Info, TableEntry, UpdateType  # noqa: E402
 from controller.p4runtime._protos import p4runtime_pb2  # noqa: E402
 from controller.p4runtime.client import write_request  # noqa: E402
 from controller.testbed import Testbed, mh_name  # noqa: E402
+from p4handoff.bmv2 import bmv2_available  # noqa: E402
 from p4handoff.netns import unavailable_reason  # noqa: E402
-from topo.bmv2 import bmv2_available  # noqa: E402
 
 BUFFERED = 10
 STATUS_ROUNDS = 20

@@ -39,8 +39,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import pipeline_pps as pps  # noqa: E402
 from p4handoff import netns  # noqa: E402
+from p4handoff.bmv2 import Bmv2Error, Bmv2Switch, compile_p4, veth_port  # noqa: E402
 from p4handoff.wire import load_constants  # noqa: E402
-from topo.bmv2 import Bmv2Error, Bmv2Switch, compile_p4, veth_port  # noqa: E402
 
 FUNCTIONS = {"ingress": "SimpleSwitch::ingress_thread()", "pipeline": "bm::Pipeline::apply(",
              "egress": "SimpleSwitch::egress_thread("}

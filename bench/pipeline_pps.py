@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # first: bench/ has modules named like the project's packages
 
 from p4handoff import netns  # noqa: E402
+from p4handoff.bmv2 import Bmv2Error, Bmv2Switch, bmv2_available, compile_p4, veth_port  # noqa: E402
 from p4handoff.wire import load_constants  # noqa: E402
-from topo.bmv2 import Bmv2Error, Bmv2Switch, bmv2_available, compile_p4, veth_port  # noqa: E402
 
 BUILD = ROOT / "build"
 BENCH_BUILD = BUILD / "bench"

@@ -209,7 +209,7 @@ def _status(args: argparse.Namespace) -> int:
 
 def _testbed(args: argparse.Namespace) -> int:
     from p4handoff.netns import unavailable_reason
-    from topo.bmv2 import bmv2_available
+    from p4handoff.bmv2 import bmv2_available
     ok, bmv2_why = bmv2_available()
     why = unavailable_reason() or (None if ok else bmv2_why)
     if why:

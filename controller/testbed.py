@@ -17,10 +17,8 @@ by its PID and deletes every namespace.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -29,12 +27,13 @@ from typing import Any, Callable
 
 import yaml
 
-from controller.control import ControlError, request
+from controller.control import request
+from controller.launch import launch_controller
 from controller.registration import RegistrationReply, RegistrationRequest
 from controller.packets import PacketError, ethernet, parse_ipv4, parse_udp, split_ethernet, udp_packet
+from p4handoff.bmv2 import Bmv2Switch, veth_port
 from p4handoff.netns import Lab, Namespace
 from p4handoff.wire import UDP_PORT_MIP_REGISTRATION, load_constants
-from topo.bmv2 import Bmv2Switch, veth_port
 
 REPO = Path(__file__).resolve().parent.parent
 CPU_PORT = load_constants()["CPU_PORT"]
@@ -237,27 +236,11 @@ class Testbed:
     # ---------------------------------------------------------------- controller
 
     def start_controller(self, network: Path | None = None, timeout: float = 60.0) -> subprocess.Popen:
-        """`p4handoff ctl run` in the fabric namespace; returns once it answers on its socket."""
-        env = dict(os.environ, PYTHONPATH=str(REPO))
-        log = open(self.workdir / "controller.stderr", "ab")
-        self.controller = self.lab.start(self.fab, [
-            sys.executable, "-m", "p4handoff", "ctl", "run", "--network", str(network or self.network_path),
-            "--log", str(self.log_path)], stdout=log, stderr=log, env=env, cwd=str(REPO))
-        log.close()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.controller.poll() is not None:
-                raise RuntimeError(f"controller exited with {self.controller.returncode}: "
-                                   f"{(self.workdir / 'controller.stderr').read_text()[-2000:]}")
-            try:
-                status = self.ctl({"cmd": "status", "counters": False})
-            except ControlError:
-                time.sleep(0.2)
-                continue
-            if all(s["state"] == "up" for s in status["switches"]):
-                return self.controller
-            time.sleep(0.2)
-        raise TimeoutError(f"controller not serving with all switches up within {timeout} s")
+        """`p4handoff ctl run` in the fabric namespace; returns once it serves with every switch up."""
+        self.controller = launch_controller(network or self.network_path, socket_path=self.socket_path,
+                                            log=self.log_path, stderr=self.workdir / "controller.stderr",
+                                            lab=self.lab, netns=self.fab, timeout=timeout)
+        return self.controller
 
     def stop_controller(self, kill: bool = False) -> int | None:
         proc, self.controller = self.controller, None

@@ -20,7 +20,7 @@ from ptf import testutils
 from ptf.base_tests import BaseTest
 
 from controller.p4runtime import CounterValue, P4RuntimeClient, PacketIn, TableEntry
-from topo.bmv2 import DEFAULT_QUEUE_DEPTH, ThriftCli
+from p4handoff.bmv2 import DEFAULT_QUEUE_DEPTH, ThriftCli
 
 REQUIRED_PARAMS = ("grpc_addr", "device_id", "p4info", "bmv2_json", "thrift_port", "cpu_port")
 

@@ -9,9 +9,9 @@ from typing import Iterator
 import pytest
 
 from controller.testbed import Testbed
+from p4handoff.bmv2 import bmv2_available
 from p4handoff.netns import unavailable_reason
 from topo import lab_backend
-from topo.bmv2 import bmv2_available
 
 REPO = Path(__file__).resolve().parent.parent
 _bmv2_ok, _bmv2_why = bmv2_available()

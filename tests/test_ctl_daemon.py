@@ -22,7 +22,9 @@ import yaml
 
 from controller.cli import EXIT_OK, EXIT_REFUSED
 from controller.control import ControlError, request
+from controller.launch import launch_controller
 from p4handoff.cli import main
+from p4handoff.netns import Lab
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "controller" / "examples" / "three-switch.yaml"
@@ -52,8 +54,8 @@ def wait_socket(sock: str, proc: subprocess.Popen, timeout: float = 30.0) -> dic
     raise TimeoutError("daemon did not serve its socket")
 
 
-@pytest.fixture
-def daemon(tmp_path):
+def unreachable_network(tmp_path: Path) -> str:
+    """The example description in `tmp_path/net.yaml`, its switches on closed ports; returns its control socket."""
     raw = yaml.safe_load(EXAMPLE.read_text())
     sock = str(tmp_path / "ctl.sock")
     (tmp_path / "p4info.txtpb").write_text("")          # an empty P4Info is valid text format
@@ -63,6 +65,12 @@ def daemon(tmp_path):
         sw["grpc"] = f"127.0.0.1:{closed_port()}"
     raw["mobile_hosts"][0]["mac"] = "02:aa:00:00:00:01"
     (tmp_path / "net.yaml").write_text(yaml.safe_dump(raw))
+    return sock
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    sock = unreachable_network(tmp_path)
     proc = start(tmp_path, sock)
     try:
         wait_socket(sock, proc)
@@ -113,3 +121,24 @@ def test_sigterm_stops_cleanly_and_logs_json_lines(daemon):
     assert events[0] == "controller_start" and events[-1] == "controller_stop"
     assert "startup_done" in events and "attached" in events
     assert all(isinstance(r["ts"], float) for r in rows)
+
+
+def test_the_launcher_stops_a_daemon_that_never_has_its_switches_up(tmp_path):
+    sock = unreachable_network(tmp_path)
+    lab = Lab("launch")
+    with pytest.raises(TimeoutError, match="not serving with all switches up within 3.0 s"):
+        launch_controller(tmp_path / "net.yaml", socket_path=sock, log=tmp_path / "log.jsonl",
+                          stderr=tmp_path / "stderr", lab=lab, timeout=3.0)
+    assert lab.processes == []                                # stopped, not left to whoever closes the lab
+    assert not os.path.exists(sock)                           # it shut down (SIGTERM) and removed its socket
+
+
+def test_the_launcher_reports_a_daemon_that_exits_with_its_output(tmp_path):
+    unreachable_network(tmp_path)
+    net = tmp_path / "net.yaml"
+    net.write_text(net.read_text().replace("switches:", "switchez:", 1))
+    lab = Lab("launch")
+    with pytest.raises(RuntimeError, match=r"(?s)controller exited with \d+: .*net.yaml: .*switchez: unknown field"):
+        launch_controller(net, socket_path=str(tmp_path / "ctl.sock"), log=tmp_path / "log.jsonl",
+                          stderr=tmp_path / "stderr", lab=lab, timeout=60.0)
+    assert lab.processes == []

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from controller.packets import parse_ipv4, split_ethernet
+from p4handoff.bmv2 import bmv2_available
 from p4handoff.netns import unavailable_reason
-from topo.bmv2 import bmv2_available
 from topo.fuzz_frames import KINDS, Addressing, fields, generate, mutate, templates
 
 REPO = Path(__file__).resolve().parent.parent

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.sim_papers import vertical_handoff
-from topo.runner import Results, RunRecord, run_scenario
+from topo.results import Results, RunRecord
+from topo.runner import run_scenario
 from topo.scenario import SweepAxis, load
 from topo.sim_backend import SimBackend
 

@@ -279,7 +279,7 @@ CPU_PORT = 255  # tests/p4/mini.p4
 
 def _bmv2_skip_reason() -> str | None:
     from p4handoff.netns import unavailable_reason
-    from topo.bmv2 import P4C, bmv2_available
+    from p4handoff.bmv2 import P4C, bmv2_available
     available, reason = bmv2_available()
     if not available:
         return reason
@@ -290,7 +290,7 @@ def _bmv2_skip_reason() -> str | None:
 
 @pytest.fixture(scope="module")
 def mini(tmp_path_factory) -> tuple[Path, Path]:
-    from topo.bmv2 import compile_p4
+    from p4handoff.bmv2 import compile_p4
     reason = _bmv2_skip_reason()
     if reason:
         pytest.skip(reason)
@@ -301,7 +301,7 @@ def mini(tmp_path_factory) -> tuple[Path, Path]:
 def rig(mini, tmp_path_factory):
     """simple_switch_grpc in the root namespace; ports 1 and 2 lead to h1/h2 in a throwaway namespace."""
     from p4handoff.netns import Lab
-    from topo.bmv2 import Bmv2Switch, veth_port
+    from p4handoff.bmv2 import Bmv2Switch, veth_port
     with Lab("p4rt") as lab:
         hosts = lab.namespace("h")
         ifnames = {port: f"p4h{os.getpid()}s{port}" for port in (1, 2)}
@@ -503,7 +503,7 @@ def test_registers_go_over_thrift_on_bmv2(client, rig, hosts):
 @pytest.mark.bmv2
 @pytest.mark.netns
 def test_queue_settings_over_thrift(client, rig):
-    from topo.bmv2 import DEFAULT_QUEUE_DEPTH, Bmv2Error
+    from p4handoff.bmv2 import DEFAULT_QUEUE_DEPTH, Bmv2Error
     sw, _ = rig
     sw.cli.set_queue_rate(500, port=2)
     sw.cli.set_queue_rate(100, port=2, priority=1)
@@ -518,7 +518,7 @@ def test_queue_settings_over_thrift(client, rig):
 
 @pytest.mark.bmv2
 def test_a_dead_switch_is_noticed_by_the_stream(mini, tmp_path):
-    from topo.bmv2 import Bmv2Switch
+    from p4handoff.bmv2 import Bmv2Switch
     sw = Bmv2Switch({}, log_path=tmp_path / "s.log").start()
     try:
         client = P4RuntimeClient(sw.grpc_addr, timeout=5)
@@ -539,7 +539,7 @@ def test_a_dead_switch_is_noticed_by_the_stream(mini, tmp_path):
 
 @pytest.mark.bmv2
 def test_a_switch_that_cannot_start_is_reported_with_its_log(tmp_path):
-    from topo.bmv2 import Bmv2Error, Bmv2Switch, bmv2_available
+    from p4handoff.bmv2 import Bmv2Error, Bmv2Switch, bmv2_available
     available, reason = bmv2_available()
     if not available:
         pytest.skip(reason)

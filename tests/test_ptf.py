@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from p4handoff import netns
+from p4handoff.bmv2 import P4C, Bmv2Switch, bmv2_available, compile_p4, veth_port
 from p4handoff.wire import load_constants
-from topo.bmv2 import P4C, Bmv2Switch, bmv2_available, compile_p4, veth_port
 
 ROOT = Path(__file__).resolve().parents[1]
 PTF_DIR = ROOT / "ptf-tests"

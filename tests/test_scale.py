@@ -19,7 +19,8 @@ import pytest
 
 from topo import compact
 from topo.execute import DaskCluster, LocalProcesses
-from topo.runner import Results, run_scenario
+from topo.results import Results
+from topo.runner import run_scenario
 from topo.scenario import SweepAxis, load
 from topo.sim_backend import SimBackend
 

@@ -19,7 +19,7 @@ PYTHON_TREES = ("controller", "hosts", "topo", "p4handoff", "ptf-tests", "bench"
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory) -> tuple[P4Info, dict]:
     """p4src/bs.p4 compiled now (so a stale build/ cannot hide a drift): its P4Info and BMv2 JSON."""
-    from topo.bmv2 import P4C, compile_p4
+    from p4handoff.bmv2 import P4C, compile_p4
     if shutil.which(P4C) is None:
         pytest.skip(f"'{P4C}' (p4c for BMv2) is not on PATH")
     p4info, config = compile_p4(REPO / "p4src" / "bs.p4", tmp_path_factory.mktemp("bs"),

@@ -1,1 +1,1 @@
-"""Switch processes and lab topologies: `topo.bmv2` starts and drives BMv2 simple_switch_grpc."""
+"""The lab and the experiment runner: scenario files, the simulator and Mininet/BMv2 backends, reports, plots."""

@@ -42,9 +42,9 @@ from controller.p4runtime._protos import p4runtime_pb2
 from controller.p4runtime.entities import counter_entry
 from controller.programmer import Programmer
 from controller.testbed import HostPort
+from p4handoff.bmv2 import Bmv2Switch, veth_port
 from p4handoff.netns import Lab
 from p4handoff.wire import DSCP_IPF_PRIORITY_DEFAULT, IP_PROTO_IPIP, load_constants
-from topo.bmv2 import Bmv2Switch, veth_port
 from topo.fuzz_frames import Addressing, Fuzzed, generate
 
 REPO = Path(__file__).resolve().parent.parent

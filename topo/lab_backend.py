@@ -58,7 +58,7 @@ from topo.rundata import FlowData, RunData
 from topo.scenario import Scenario
 
 if TYPE_CHECKING:
-    from topo.bmv2 import Bmv2Switch
+    from p4handoff.bmv2 import Bmv2Switch
     from topo.mininet_lab import LabNet
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -173,35 +173,17 @@ class LabRun:
 
     def start_controller(self, timeout: float = 60.0) -> None:
         """`p4handoff ctl run` on the plan's description; returns once it serves with every switch up."""
-        from controller.control import ControlError, request
+        from controller.launch import launch_controller
         desc = dict(self.plan.network)
         desc["controller"] = {"election_id": 10, "socket": self.socket_path, "p4info": str(P4_INFO),
                               "device_config": str(P4_JSON)}
         desc["switches"] = [dict(s, grpc=self.switches[s["name"]].grpc_addr) for s in desc["switches"]]
         net_path = self.out / "network.yaml"
         net_path.write_text(yaml.safe_dump(desc, sort_keys=False))
-        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-        with open(self.out / "controller.stderr", "ab") as log:   # root namespace, as Mininet's controllers
-            self.controller = subprocess.Popen([
-                sys.executable, "-m", "p4handoff", "ctl", "run", "--network", str(net_path),
-                "--log", str(self.out / "controller.log")], stdout=log, stderr=log, env=env, cwd=str(REPO_ROOT),
-                start_new_session=True)
-        self.lab.processes.append(self.controller)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.controller.poll() is not None:
-                raise RuntimeError(f"controller exited with {self.controller.returncode}: "
-                                   f"{(self.out / 'controller.stderr').read_text()[-2000:]}")
-            try:
-                status = request(self.socket_path, {"cmd": "status"})
-            except ControlError:
-                time.sleep(0.2)
-                continue
-            if all(s["state"] == "up" for s in status["switches"]):
-                self.controller_ready.set()
-                return
-            time.sleep(0.2)
-        raise TimeoutError(f"controller not serving with all switches up within {timeout} s")
+        self.controller = launch_controller(net_path, socket_path=self.socket_path,   # root namespace, as Mininet's
+                                            log=self.out / "controller.log", stderr=self.out / "controller.stderr",
+                                            lab=self.lab, timeout=timeout)
+        self.controller_ready.set()
 
     def set_queues(self, switch: str | None = None) -> None:
         """The planned egress queue depths and rates (Thrift) of every switch, or of one (a restarted one)."""

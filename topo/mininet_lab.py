@@ -23,8 +23,8 @@ import signal
 from pathlib import Path
 from typing import Any, Mapping
 
+from p4handoff.bmv2 import Bmv2Switch, prepare_port
 from p4handoff.netns import Lab, Namespace
-from topo.bmv2 import Bmv2Switch, prepare_port
 
 
 def mininet_available() -> tuple[bool, str]:
@@ -119,7 +119,7 @@ class LabNet:
     def link(self, a: str, a_if: str, b: str, b_if: str) -> None:
         """A veth pair between node `a` (interface `a_if`) and node `b` (`b_if`), which may be the same node.
 
-        Both ends: IPv6 off, offloads off, the lab's MTU, up (`topo.bmv2.prepare_port`).
+        Both ends: IPv6 off, offloads off, the lab's MTU, up (`p4handoff.bmv2.prepare_port`).
         """
         from mininet.link import Link
         na, nb = self.net.get(a), self.net.get(b)

@@ -30,7 +30,7 @@ from matplotlib.patches import Patch  # noqa: E402
 
 from topo.compact import open_text  # noqa: E402
 from topo.report import published_value, unit  # noqa: E402
-from topo.runner import Results, RunRecord, point_label, point_slug  # noqa: E402
+from topo.results import Results, RunRecord, point_label, point_slug  # noqa: E402
 from topo.scenario_model import FRACTION_METRICS, RATE_METRICS  # noqa: E402
 
 MAX_POINTS = 8

@@ -13,7 +13,7 @@ import itertools
 import math
 from dataclasses import dataclass
 
-from topo.runner import Results, point_label
+from topo.results import Results, point_label
 from topo.scenario import Expectation, Quantity, QueueSpec, Scenario
 from topo.scenario_model import FRACTION_METRICS, RATE_METRICS, paper_ref
 from topo.units import format_rate
