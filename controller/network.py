@@ -448,11 +448,13 @@ class _Parts:
     access_gateway: AccessGateway | None
     declared: dict[str, list[tuple[int, Any, Any]]]    # section: (index, name, role) of entries naming themselves
     switch_roles: list[Any]                            # of every switch entry (None: not a mapping)
+    switches_listed: bool                              # `switches` is a list: its names are known (else: its error)
 
     @classmethod
     def of(cls, net: Network, data: Any) -> _Parts:
         return cls(list(enumerate(net.switches)), list(enumerate(net.fixed_hosts)), list(enumerate(net.mobile_hosts)),
-                   net.controller, net.buffer, net.access_gateway, _declared(data), [s.role for s in net.switches])
+                   net.controller, net.buffer, net.access_gateway, _declared(data), [s.role for s in net.switches],
+                   True)
 
     @classmethod
     def partial(cls, data: Any) -> _Parts:
@@ -474,7 +476,8 @@ class _Parts:
         return cls(items("switches", Switch), items("fixed_hosts", FixedHost), items("mobile_hosts", MobileHost),
                    valid(ControllerConfig, doc.get("controller", {})), valid(BufferLimits, doc.get("buffer", {})),
                    valid(AccessGateway, gw) if gw is not None else None, _declared(data),
-                   [s.get("role") if isinstance(s, dict) else None for s in switches])
+                   [s.get("role") if isinstance(s, dict) else None for s in switches],
+                   isinstance(doc.get("switches"), list))
 
     def names(self, section: str, role: str | None = None) -> set[str]:
         return {name for _, name, r in self.declared[section] if role is None or r == role}
@@ -543,6 +546,8 @@ def _host_checks(p: _Parts) -> Iterator[Problem]:
     switches, by_name = p.names("switches"), {s.name: s for _, s in p.switches}
     for i, h in p.fixed:
         sw = by_name.get(h.switch)
+        if not p.switches_listed:
+            continue                # no switch list (missing or misspelt): that is the error, not each name
         if h.switch not in switches:
             yield ("fixed_hosts", i, "switch"), f"unknown switch {h.switch!r}"
         elif sw is None:
@@ -559,7 +564,7 @@ def _host_checks(p: _Parts) -> Iterator[Problem]:
             if name not in fixed:
                 yield ("mobile_hosts", i, "correspondents", j), f"unknown fixed host {name!r}"
         for bs, _ in m.cell_addresses:
-            if bs not in not_gateways:
+            if p.switches_listed and bs not in not_gateways:
                 yield ("mobile_hosts", i, "cell_addresses", bs), "not a base station"
         if p.buffer is not None and m.buffer_packets > p.buffer.total_packets:
             yield ("mobile_hosts", i, "buffer_packets"), (f"{m.buffer_packets} is out of range "

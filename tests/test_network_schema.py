@@ -122,6 +122,9 @@ def test_every_problem_of_one_object_at_once():
     (lambda r: r["switches"][2]["ports"][0].update(aqm={"mode": "red"}),
      {f"switches[2].ports[0].aqm.{k}" for k in ("min_th", "max_th", "max_p", "w_q")}),
     (lambda r: r["switches"][0]["ports"][0].update(aqm={"mode": "red"}), {"switches[0].ports[0].aqm"}),
+    # a misspelt `switches:` is two errors, not also every host naming a switch or a base station
+    (lambda r: r.update(switchez=r.pop("switches")), {"switches", "switchez"}),
+    (lambda r: r.update(switches="gw, bs1, bs2"), {"switches"}),
 ])
 def test_no_follow_on_errors_for_names_that_are_declared(mutate, only):
     assert set(errors_of(mutate)) == only
