@@ -23,8 +23,6 @@ from typing import Iterable
 from controller.p4runtime import TableEntry
 from p4handoff.wire import (AQM_MODE_DROPTAIL, AQM_MODES, AVG_FRAC_BITS, COUNT_MAX,
                             DECAY_FRAC_BITS, DECAY_ONE, PB_LEVEL_NONE, PORT_SLOTS, PROB_ONE)
-# re-exported: the mode codes go with PortAqm (the tests and PTF cases take them from here)
-from p4handoff.wire import AQM_MODE_MRED as AQM_MODE_MRED, AQM_MODE_RED as AQM_MODE_RED
 
 AVG_ONE = 1 << AVG_FRAC_BITS        # 1 packet in the Q16.16 average
 AVG_MAX = (1 << 32) - 1
