@@ -91,7 +91,8 @@ def real(lo: float, hi: float, lo_open: bool = False) -> Checked:
     return Checked(check, {"type": "number", **bound, "maximum": hi})
 
 
-def _name(value: Any) -> str:
+def check_name(value: Any) -> str:
+    """A name as every YAML document of the project spells one (network and scenario files)."""
     if not isinstance(value, str) or not _NAME_RE.match(value):
         raise ValueError(f"must be a name (letter, then letters/digits/_/-, at most 32), got {value!r}")
     return value
@@ -123,7 +124,7 @@ def _path_text(value: Any) -> str:
     return value
 
 
-Name = Annotated[str, Checked(_name, {"type": "string", "pattern": NAME_PATTERN})]
+Name = Annotated[str, Checked(check_name, {"type": "string", "pattern": NAME_PATTERN})]
 IPv4 = Annotated[str, Checked(_ipv4, {"type": "string", "format": "ipv4"})]   # a unicast host address
 MAC = Annotated[str, Checked(_mac, {"type": "string", "pattern": MAC_PATTERN})]   # unicast, kept lower-case
 PathText = Annotated[str, Checked(_path_text, {"type": "string", "minLength": 1})]

@@ -5,7 +5,7 @@ import difflib
 import ipaddress
 from typing import Any, Callable, Iterable, Iterator
 
-from topo.scenario_model import NAME_RE
+from p4handoff.docmodel import check_name
 from topo.units import Errors, parse_rate, parse_time
 
 class Obj:
@@ -84,10 +84,7 @@ def text(v: Any) -> str:
     return v
 
 
-def name_of(v: Any) -> str:
-    if not isinstance(v, str) or not NAME_RE.match(v):
-        raise ValueError(f"must be a name (letter, then letters/digits/_/-, at most 32), got {v!r}")
-    return v
+name_of = check_name
 
 
 def address(v: Any) -> str:

@@ -22,7 +22,6 @@ GLOBAL_METRICS = ("total_throughput", "ideal")
 METRICS = FLOW_METRICS + LINK_METRICS + GLOBAL_METRICS
 COMPARED = "compared"
 HEADER_BYTES = 52  # IPv4 + TCP + timestamp option: a 1000-byte segment is 1052 bytes on the wire
-NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
 SCENARIO_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
 
