@@ -7,7 +7,7 @@ BUILD := build
 P4_MAIN := p4src/bs.p4
 P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
 
-.PHONY: setup protos lint build build-tofino tofino-resources test unit ptf clean fuzz chaos chaos-testbed bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-scale
+.PHONY: setup protos lint venv-ready build build-tofino tofino-resources test unit ptf clean fuzz chaos chaos-testbed bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-scale
 
 setup: ## install everything installable from apt and PyPI; report what is missing
 	bash scripts/setup.sh
@@ -54,7 +54,7 @@ tofino-resources: ## stages, SRAM, TCAM, PHV and hash units per Tofino target, f
 	@$(MAKE) --no-print-directory -k build-tofino || echo "make tofino-resources: build-tofino failed (build/tofino/*.log); reporting what the compiler laid out" >&2
 	$(PY) -m p4handoff.tofino_resources $(foreach t,$(TOFINO_TARGETS),$(TOFINO_BUILD)/$(t))
 
-lint: ## ruff and mypy (configured in pyproject.toml)
+lint: venv-ready ## ruff and mypy (configured in pyproject.toml)
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 
@@ -64,7 +64,10 @@ test: lint ## lint, then every suite; BMv2, Tofino and namespace suites skip, by
 	  || echo "make test: build-tofino failed (build/tofino/*.log); test_tna_program_compiles fails for it" >&2; fi
 	$(PY) -m pytest tests; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests ran"; rc=0; fi; exit $$rc
 
-unit: ## fast tests only (no BMv2, no namespaces)
+venv-ready:
+	@test -x $(PY) || { echo "make: $(VENV) is missing: run 'make setup' first (README, 'Set up and test')" >&2; exit 2; }
+
+unit: venv-ready ## fast tests only (no BMv2, no namespaces)
 	$(PY) -m pytest tests -m "not bmv2 and not netns"
 
 ptf: build ## the PTF suite against BMv2 alone
