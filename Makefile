@@ -13,7 +13,7 @@ setup: ## install everything installable from apt and PyPI; report what is missi
 	bash scripts/setup.sh
 
 protos: ## regenerate the P4Runtime modules for the installed protobuf (make setup does it)
-	$(PY) -m controller.protogen
+	$(PY) -m p4handoff.controller.protogen
 
 build: $(BUILD)/bs.json ## compile the P4 program for BMv2 (v1model)
 
@@ -117,14 +117,14 @@ bench-lab: ## simulator speed and the link emulator's rate/delay error (emulator
 FUZZ_FRAMES ?= 10000
 FUZZ_SEED ?=
 fuzz: build ## fuzzed frames into every port role of a BS on BMv2, each accounted for (needs root; FUZZ_SEED=N to replay, FUZZ_FRAMES=N)
-	$(PY) -m topo.fuzz_bmv2 --frames $(FUZZ_FRAMES) $(if $(FUZZ_SEED),--seed $(FUZZ_SEED)) --json $(BUILD)/fuzz.json
+	$(PY) -m p4handoff.lab.fuzz_bmv2 --frames $(FUZZ_FRAMES) $(if $(FUZZ_SEED),--seed $(FUZZ_SEED)) --json $(BUILD)/fuzz.json
 
 CHAOS_LOCK ?=
 chaos: build ## kill -9 a BS's BMv2, the gateway's and the controller before/during/after a WLAN->3G handoff with IPF, in the Mininet lab (needs root, Mininet; ~10 min; CHAOS_LOCK=FILE: flock it per run)
-	$(PY) -m topo.chaos --where lab --workdir $(BUILD)/chaos --json $(BUILD)/chaos.json $(if $(CHAOS_LOCK),--lock $(CHAOS_LOCK))
+	$(PY) -m p4handoff.lab.chaos --where lab --workdir $(BUILD)/chaos --json $(BUILD)/chaos.json $(if $(CHAOS_LOCK),--lock $(CHAOS_LOCK))
 
 chaos-testbed: build ## the same faults on the controller's BMv2 testbed, three UDP flows (needs root; ~2.5 min)
-	$(PY) -m topo.chaos --where testbed --workdir $(BUILD)/chaos-testbed --json $(BUILD)/chaos-testbed.json
+	$(PY) -m p4handoff.lab.chaos --where testbed --workdir $(BUILD)/chaos-testbed --json $(BUILD)/chaos-testbed.json
 
 clean:
 	rm -rf $(BUILD)

@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from p4handoff import netns  # noqa: E402
 
@@ -67,11 +66,10 @@ class Sink:
 
 def ours(lab: netns.Lab, a: netns.Namespace, b: netns.Namespace, seconds: float, scheme: str) -> tuple[float, dict]:
     sink = Sink(b)
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
     done = subprocess.run(["ip", "netns", "exec", a.name, sys.executable, "-m", "p4handoff", "host", "send",
                            "--to", f"{RECEIVER}:{PORT}", "--seconds", str(seconds), "--scheme", scheme,
                            "--notify-port", "0", "--time-wait", "0.1"],
-                          capture_output=True, text=True, timeout=WAIT + seconds, env=env, cwd=ROOT)
+                          capture_output=True, text=True, timeout=WAIT + seconds)
     if done.returncode != 0:
         raise RuntimeError(f"our sender failed: {done.stderr.strip()}")
     report = {k: v.strip() for k, _, v in (line.partition(":") for line in done.stdout.splitlines())}

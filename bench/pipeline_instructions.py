@@ -24,7 +24,6 @@ and `make build`.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import socket
@@ -34,7 +33,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import pipeline_pps as pps  # noqa: E402
@@ -148,11 +146,10 @@ def main(argv: list[str] | None = None) -> int:
         for n in (1, 2):
             veth_port(f"sw{n}", ns, f"h{n}", switch_netns=ns)
         budget = len(pps.PROGRAMS) * (args.packets * GAP_S + 300)
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
         done = subprocess.run(["ip", "netns", "exec", ns.name, sys.executable, str(Path(__file__).resolve()),
                                "--inside", "--packets", str(args.packets), "--minimal-p4info", str(minimal_p4info),
                                "--minimal-json", str(minimal_json), "--out-dir", str(pps.BENCH_BUILD)],
-                              env=env, timeout=budget, text=True, stdout=sys.stdout, stderr=sys.stderr)
+                              timeout=budget, text=True, stdout=sys.stdout, stderr=sys.stderr)
     print(f"bmv2_build: {pps.bmv2_build()}")
     return done.returncode
 

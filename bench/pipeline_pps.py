@@ -32,7 +32,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # first: bench/ has modules named like the project's packages
 
 from p4handoff import netns  # noqa: E402
 from p4handoff.bmv2 import Bmv2Error, Bmv2Switch, bmv2_available, compile_p4, veth_port  # noqa: E402
@@ -99,9 +98,9 @@ def bench_frame() -> bytes:
 
 
 def program_switch(grpc_addr: str, program: str, minimal: tuple[Path, Path]) -> None:
-    from controller.aqm_tables import PortAqm, RedParams, port_entries
+    from p4handoff.controller.aqm_tables import PortAqm, RedParams, port_entries
     from p4handoff.wire import AQM_MODE_MRED
-    from controller.p4runtime import P4RuntimeClient, TableEntry, UpdateType
+    from p4handoff.controller.p4runtime import P4RuntimeClient, TableEntry, UpdateType
 
     c = load_constants()
     with P4RuntimeClient(grpc_addr, 0) as client:
@@ -222,13 +221,12 @@ def main(argv: list[str] | None = None) -> int:
         for n in (1, 2):
             veth_port(f"sw{n}", ns, f"h{n}", switch_netns=ns)
         budget = args.rounds * len(PROGRAMS) * (args.warmup + args.window + 30)
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
         done = subprocess.run(["ip", "netns", "exec", ns.name, sys.executable, str(Path(__file__).resolve()),
                                "--inside", "--rounds", str(args.rounds), "--offered", str(args.offered),
                                "--warmup", str(args.warmup),
                                "--window", str(args.window), "--minimal-p4info", str(minimal_p4info),
                                "--minimal-json", str(minimal_json), "--log-dir", str(BENCH_BUILD)],
-                              env=env, timeout=budget, text=True, stdout=sys.stdout, stderr=sys.stderr)
+                              timeout=budget, text=True, stdout=sys.stdout, stderr=sys.stderr)
     print(f"bmv2_build: {bmv2_build()}")
     return done.returncode
 

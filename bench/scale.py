@@ -22,9 +22,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from topo.execute import cpu_count  # noqa: E402
+from p4handoff.lab.execute import cpu_count  # noqa: E402
 
 DEFAULT_SCENARIO = ROOT / "traces" / "vh-wlan-to-3g-buffers.yaml"   # 3 schemes × 10 points, 60 s each
 

@@ -12,9 +12,7 @@ import cProfile
 import pstats
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.sim_papers import vertical_handoff  # noqa: E402
 

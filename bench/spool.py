@@ -1,18 +1,16 @@
-"""Cost of the buffer spool (controller/spool.py) per buffered packet: push + release, with and without it.
+"""Cost of the buffer spool (p4handoff/controller/spool.py) per buffered packet: push + release, with and without it.
 
     .venv/bin/python bench/spool.py
 """
 from __future__ import annotations
 
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from controller.buffer import BufferPool  # noqa: E402
-from controller.spool import Spool  # noqa: E402
+from p4handoff.controller.buffer import BufferPool  # noqa: E402
+from p4handoff.controller.spool import Spool  # noqa: E402
 
 PACKET = bytes(1000)
 

@@ -1,5 +1,5 @@
 import sys
 
-from p4handoff.cli import main
+from p4handoff.cli.main import main
 
 sys.exit(main())

@@ -1,7 +1,7 @@
 """Start, drive and stop one BMv2 `simple_switch_grpc`, in the root namespace or in a netns.
 
 The switch starts with `--no-p4`; the program arrives over P4Runtime
-(`controller.p4runtime.P4RuntimeClient.set_pipeline`). What P4Runtime cannot
+(`p4handoff.controller.p4runtime.P4RuntimeClient.set_pipeline`). What P4Runtime cannot
 do on BMv2 goes over its Thrift runtime through `simple_switch_CLI`
 (`ThriftCli`): egress queue rates and depths, and registers (BMv2's
 P4Runtime server answers UNIMPLEMENTED for RegisterEntry reads and writes).

@@ -2,7 +2,9 @@
 
 `p4src/include/constants.p4` (with `size.p4`, which it includes) and
 `headers.p4` are the one place these are written; reading them here keeps
-the data plane and the Python control plane from drifting apart.
+the data plane and the Python control plane from drifting apart. The package
+carries them as data (`p4handoff/p4include` is a link to `p4src/include`, and
+the wheel holds copies), so an installed p4handoff reads the same files.
 tests/test_wire_contract.py checks what is read against the compiled
 program (P4Info and BMv2 JSON).
 """
@@ -10,13 +12,14 @@ from __future__ import annotations
 
 import ast
 import collections
+import importlib.resources
 import operator
 import re
 import struct
 from pathlib import Path
 from typing import Any, Callable
 
-P4_INCLUDE = Path(__file__).resolve().parent.parent / "p4src" / "include"
+P4_INCLUDE = Path(str(importlib.resources.files("p4handoff") / "p4include"))
 CONSTANTS_P4 = P4_INCLUDE / "constants.p4"
 HEADERS_P4 = P4_INCLUDE / "headers.p4"
 _CONST_RE = re.compile(r"^\s*const\s+bit<(\d+)>\s+([A-Z][A-Z0-9_]*)\s*=\s*([^;]+);", re.M)

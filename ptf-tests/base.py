@@ -19,7 +19,7 @@ import ptf
 from ptf import testutils
 from ptf.base_tests import BaseTest
 
-from controller.p4runtime import CounterValue, P4RuntimeClient, PacketIn, TableEntry
+from p4handoff.controller.p4runtime import CounterValue, P4RuntimeClient, PacketIn, TableEntry
 from p4handoff.bmv2 import DEFAULT_QUEUE_DEPTH, ThriftCli
 
 REQUIRED_PARAMS = ("grpc_addr", "device_id", "p4info", "bmv2_json", "thrift_port", "cpu_port")
@@ -66,7 +66,7 @@ class P4RuntimeTest(BaseTest):
 
     def insert(self, table: str, match: dict[str, Any] | None = None, action: str | None = None,
                priority: int = 0, **params: Any) -> TableEntry:
-        """Insert one entry by names (match values as in controller.p4runtime.entities); returns it."""
+        """Insert one entry by names (match values as in p4handoff.controller.p4runtime.entities); returns it."""
         entry = TableEntry(table, match or {}, action, params, priority)
         self.client.insert(entry)
         return entry

@@ -15,8 +15,8 @@ from typing import Any, Iterable
 from scapy.all import IP, TCP, UDP, Ether, Raw
 
 from base import P4RuntimeTest
-from controller.aqm_tables import PortAqm, port_entries
-from controller.p4runtime import CounterValue, UpdateType
+from p4handoff.controller.aqm_tables import PortAqm, port_entries
+from p4handoff.controller.p4runtime import CounterValue, UpdateType
 from p4handoff import wire
 from p4handoff.wire import load_constants
 

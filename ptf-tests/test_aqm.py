@@ -7,10 +7,10 @@ from ptf import testutils
 
 from bs_pipeline import (ACCESS, ACCESS2, C, MH2_ADDR, MH_ADDR, MH_MAC, PEER, BsTest, delivered, tcp_to, tunnel,
                          udp_to)
-from controller.aqm_tables import (PortAqm, RedParams, aqm_port_entry, drop_fraction_fixed, drop_fraction_float,
+from p4handoff.controller.aqm_tables import (PortAqm, RedParams, aqm_port_entry, drop_fraction_fixed, drop_fraction_float,
                                    fixed_avg)
 from p4handoff.wire import AQM_MODE_DROPTAIL, AQM_MODE_MRED, AQM_MODE_RED, DECAY_ONE
-from controller.p4runtime import UpdateType
+from p4handoff.controller.p4runtime import UpdateType
 
 NP, PRIO, DUMMY = C["AQM_CLASS_NP"], C["AQM_CLASS_PRIO"], C["AQM_CLASS_DUMMY"]
 PRIO_DSCP = C["DSCP_IPF_PRIORITY_DEFAULT"]

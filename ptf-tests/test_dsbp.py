@@ -4,7 +4,7 @@ first above the threshold, never in the average, classified only with both marks
 from scapy.all import IP, TCP, Ether
 
 from bs_pipeline import ACCESS, C, MH_ADDR, PEER, BsTest, seq_of, tcp_to, tunnel, udp_to
-from controller.aqm_tables import PortAqm, RedParams
+from p4handoff.controller.aqm_tables import PortAqm, RedParams
 from p4handoff.wire import AQM_MODE_DROPTAIL, AQM_MODE_RED
 
 NP, DUMMY = C["AQM_CLASS_NP"], C["AQM_CLASS_DUMMY"]

@@ -3,7 +3,7 @@ registration requests, TTL and unsupported frames."""
 from ptf import testutils
 from scapy.all import ARP, IP, UDP, Ether, IPOption_RR, Raw
 
-from controller.p4runtime import TableEntry
+from p4handoff.controller.p4runtime import TableEntry
 from bs_pipeline import (ACCESS, BS_ADDR, C, CH_ADDR, CORE, CORE_NH_MAC, FAR_MH_ADDR, GW_ADDR, GW_MAC,
                          MH_ADDR, MH_MAC, PEER, PEER_ADDR, PEER_MAC, BsTest, delivered, tos, tunnel, udp_to)
 

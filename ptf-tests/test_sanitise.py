@@ -5,7 +5,7 @@ from scapy.all import IP, Ether
 
 from bs_pipeline import (ACCESS, C, CH_ADDR, CORE, CORE_NH_MAC, MH_ADDR, MH_MAC, PEER, BsTest,
                          delivered, tos, tunnel, udp_to)
-from controller.aqm_tables import PortAqm
+from p4handoff.controller.aqm_tables import PortAqm
 from p4handoff.wire import AQM_MODE_DROPTAIL
 
 PRIO = C["DSCP_IPF_PRIORITY_DEFAULT"]

@@ -3,7 +3,7 @@ carrying the AQM state of the port it names, readable without Thrift."""
 import time
 
 from bs_pipeline import ACCESS, ACCESS2, C, MH_ADDR, PROBE, TELEMETRY, BsTest, udp_to
-from controller.aqm_tables import PortAqm, RedParams, fixed_avg
+from p4handoff.controller.aqm_tables import PortAqm, RedParams, fixed_avg
 from p4handoff.wire import AQM_MODE_MRED
 
 

@@ -8,10 +8,10 @@ from typing import Iterator
 
 import pytest
 
-from controller.testbed import Testbed
+from p4handoff.controller.testbed import Testbed
 from p4handoff.bmv2 import bmv2_available
 from p4handoff.netns import unavailable_reason
-from topo import lab_backend
+from p4handoff.lab import lab_backend
 
 REPO = Path(__file__).resolve().parent.parent
 _bmv2_ok, _bmv2_why = bmv2_available()
@@ -26,7 +26,7 @@ BMV2_NETNS_MARKS = [
 ]
 
 _lab_ok, _lab_why = lab_backend.available()
-# the Mininet lab (topo/lab_backend.py): root, BMv2, Mininet, the compiled program
+# the Mininet lab (p4handoff/lab/lab_backend.py): root, BMv2, Mininet, the compiled program
 LAB_MARKS = [
     pytest.mark.bmv2, pytest.mark.netns, pytest.mark.slow,
     pytest.mark.skipif(not _lab_ok, reason=f"lab backend unavailable: {_lab_why}"),

@@ -16,11 +16,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
-from controller.intents import Completed, Deliver, Effect, Forward, Notify, Punt, Release, Reply, SendToward, SetRoute, Tunnel
-from controller.mobility import Mobility
-from controller.network import PORT_ACCESS, Network
-from controller.packets import parse_ipv4, parse_udp, udp_packet
-from controller.registration import RegistrationReply, RegistrationRequest
+from p4handoff.controller.intents import Completed, Deliver, Effect, Forward, Notify, Punt, Release, Reply, SendToward, SetRoute, Tunnel
+from p4handoff.controller.mobility import Mobility
+from p4handoff.controller.network import PORT_ACCESS, Network
+from p4handoff.controller.packets import parse_ipv4, parse_udp, udp_packet
+from p4handoff.controller.registration import RegistrationReply, RegistrationRequest
 from p4handoff.notify import Notification
 
 DATA_PORT = 5001
@@ -119,7 +119,7 @@ class FakeNet:
     def apply(self, effects: list[Effect], commit: bool = True) -> None:
         """Effects in order, as the daemon does: a route write (one per run of writes to the same
         switch, batched) blocks until the switch has applied it; packet-outs do not block.
-        `commit=False`: the controller dies before journaling the releases (controller/spool.py)."""
+        `commit=False`: the controller dies before journaling the releases (p4handoff/controller/spool.py)."""
         self.effects += effects
         t = max(self.now, self._busy_until)
         prev_switch = None

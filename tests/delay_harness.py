@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from hosts.cc.base import CongestionControl
-from hosts.tcp import TcpConfig, TcpConnection, TraceRecord
+from p4handoff.hosts.cc.base import CongestionControl
+from p4handoff.hosts.tcp import TcpConfig, TcpConnection, TraceRecord
 from tests.tcp_loop import ScriptedPeer
 
 MSS = 1000

@@ -6,7 +6,7 @@ register, or is a punt reason the controller does not serve. (A well-formed,
 fresh registration for a known MH at an access port is *not* hostile in this
 protocol: it moves the MH — docs/reliability.md, "What is not defended".)
 Each strategy yields `(switch, metadata, payload)` for a packet-in, built
-from real frames (controller/packets.py) and mutated structurally.
+from real frames (p4handoff/controller/packets.py) and mutated structurally.
 """
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from controller.network import PORT_ACCESS, Network
-from controller.packets import MARKER_PORT, ethernet, marker_packet, udp_packet
-from controller.registration import FLAG_S, REQUEST_SIZE, RegistrationRequest
+from p4handoff.controller.network import PORT_ACCESS, Network
+from p4handoff.controller.packets import MARKER_PORT, ethernet, marker_packet, udp_packet
+from p4handoff.controller.registration import FLAG_S, REQUEST_SIZE, RegistrationRequest
 from p4handoff.wire import UDP_PORT_MIP_REGISTRATION, load_constants
 
 _C = load_constants()

@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from hosts.sim.measure import TraceWriter
-from hosts.sim.network import Network
-from hosts.sim.nodes import Host, MobileHost
-from hosts.sim.queues import Queue
-from hosts.sim.tcpflow import TcpFlow, tcp_flow
-from hosts.tcp import TcpConfig
+from p4handoff.hosts.sim.measure import TraceWriter
+from p4handoff.hosts.sim.network import Network
+from p4handoff.hosts.sim.nodes import Host, MobileHost
+from p4handoff.hosts.sim.queues import Queue
+from p4handoff.hosts.sim.tcpflow import TcpFlow, tcp_flow
+from p4handoff.hosts.tcp import TcpConfig
 
 WLAN = (20e6, 0.001)      # IEEE 802.11a: rate b/s, one-way delay s
 UMTS = (384e3, 0.070)     # IMT-2000 (3G)

@@ -15,10 +15,10 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Callable
 
-from hosts.endpoint import Endpoint
-from hosts.segment import Segment
+from p4handoff.hosts.endpoint import Endpoint
+from p4handoff.hosts.segment import Segment
 from p4handoff.wire import DSCP_LE
-from hosts.tcp.connection import TcpConnection
+from p4handoff.hosts.tcp.connection import TcpConnection
 
 IP_TCP_HEADERS = 40
 

@@ -1,4 +1,4 @@
-"""controller/aqm_tables.py: the RED table contents and the bit-exact model of the data plane's arithmetic."""
+"""p4handoff/controller/aqm_tables.py: the RED table contents and the bit-exact model of the data plane's arithmetic."""
 from __future__ import annotations
 
 import math
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.aqm_tables import (AVG_ONE, IDLE_MAX_US, PortAqm, RedParams, decay_ranges, decay_scale, drop_fraction_fixed,
+from p4handoff.controller.aqm_tables import (AVG_ONE, IDLE_MAX_US, PortAqm, RedParams, decay_ranges, decay_scale, drop_fraction_fixed,
                                    drop_fraction_float, error_report, ewma_step, fixed_avg, level_for_avg,
                                    pa_thresholds, pb_level_ranges, port_entries)
 from p4handoff.wire import AQM_MODE_DROPTAIL, AQM_MODE_MRED, AQM_MODE_RED, DECAY_ONE, PROB_ONE
@@ -154,8 +154,8 @@ def test_port_entries_carry_fixed_point_thresholds():
 
 @pytest.mark.skipif(not P4INFO.exists(), reason="build/bs.p4info.txtpb missing (make build)")
 def test_entries_encode_against_the_compiled_p4info():
-    from controller.p4runtime import P4Info
-    from controller.p4runtime.entities import encode_table_entry
+    from p4handoff.controller.p4runtime import P4Info
+    from p4handoff.controller.p4runtime.entities import encode_table_entry
 
     p4info = P4Info.load(P4INFO)
     for cfg in (PortAqm(2, AQM_MODE_MRED, qlimit=64, dummy_th=48, red=PAPER),

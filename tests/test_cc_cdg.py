@@ -5,9 +5,9 @@ import math
 
 import pytest
 
-from hosts.cc.cdg import Cdg, State
+from p4handoff.hosts.cc.cdg import Cdg, State
 from tests.sim_papers import dumbbell
-from hosts.tcp import TraceRecord
+from p4handoff.hosts.tcp import TraceRecord
 from tests.delay_harness import MSS, DelaySender, FixedDraws, flat, rising
 
 BETA = 724  # Linux's backoff_beta default, 0.7071 * 1024

@@ -5,9 +5,9 @@ from typing import Callable
 
 import pytest
 
-from hosts.cc.chd import Chd
+from p4handoff.hosts.cc.chd import Chd
 from tests.sim_papers import dumbbell
-from hosts.tcp import TraceRecord
+from p4handoff.hosts.tcp import TraceRecord
 from tests.delay_harness import MSS, DelaySender, FixedDraws, flat
 
 BASE = 0.1

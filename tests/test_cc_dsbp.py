@@ -5,9 +5,9 @@ import random
 
 import pytest
 
-from hosts.cc.dsbp import Dsbp
-from hosts.segment import ACK, SYN, Segment
-from hosts.tcp import State, TcpConfig, TcpConnection, TraceRecord
+from p4handoff.hosts.cc.dsbp import Dsbp
+from p4handoff.hosts.segment import ACK, SYN, Segment
+from p4handoff.hosts.tcp import State, TcpConfig, TcpConnection, TraceRecord
 from tests.tcp_loop import Loop
 from p4handoff.notify import Event, Notification
 from p4handoff.wire import DSCP_LE

@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from hosts.segment import ACK, SYN, Segment
-from hosts.tcp import State, TcpConfig, TcpConnection, TraceRecord
+from p4handoff.hosts.segment import ACK, SYN, Segment
+from p4handoff.hosts.tcp import State, TcpConfig, TcpConnection, TraceRecord
 from tests.tcp_loop import Loop, ScriptedPeer
 from p4handoff.notify import Event, Notification
 

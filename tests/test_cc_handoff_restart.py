@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from hosts.cc import make_scheme
-from hosts.cc.bwaware import BandwidthAware
-from hosts.tcp import TcpConfig, TcpConnection, TraceRecord
+from p4handoff.hosts.cc import make_scheme
+from p4handoff.hosts.cc.bwaware import BandwidthAware
+from p4handoff.hosts.tcp import TcpConfig, TcpConnection, TraceRecord
 from tests.tcp_loop import Loop, ScriptedPeer
 from p4handoff.notify import Event, Notification
 

@@ -1,9 +1,9 @@
 """Reno (RFC 5681 3.2) against NewReno (RFC 6582) on the core: what a partial ACK does."""
 from __future__ import annotations
 
-from hosts.cc.reno import Reno
-from hosts.segment import Segment
-from hosts.tcp import TcpConfig, TcpConnection, TraceRecord
+from p4handoff.hosts.cc.reno import Reno
+from p4handoff.hosts.segment import Segment
+from p4handoff.hosts.tcp import TcpConfig, TcpConnection, TraceRecord
 from tests.tcp_loop import Loop, ScriptedPeer
 
 MSS = 1000

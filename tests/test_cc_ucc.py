@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from hosts.cc.ucc import Ucc
-from hosts.tcp import TcpConfig, TcpConnection, TraceRecord
+from p4handoff.hosts.cc.ucc import Ucc
+from p4handoff.hosts.tcp import TcpConfig, TcpConnection, TraceRecord
 from tests.tcp_loop import Loop, ScriptedPeer
 from p4handoff.notify import Event, Notification
 

@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from hosts.cc.westwood import Westwood
-from hosts.tcp import TcpConfig, TcpConnection, TraceRecord
+from p4handoff.hosts.cc.westwood import Westwood
+from p4handoff.hosts.tcp import TcpConfig, TcpConnection, TraceRecord
 from tests.tcp_loop import Loop, ScriptedPeer
 
 MSS = 1000

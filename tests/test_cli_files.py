@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from p4handoff.cli import main
+from p4handoff.cli.main import main
 
 REPO = Path(__file__).resolve().parent.parent
 VH = REPO / "traces" / "vh-wlan-to-3g.yaml"
-NETWORK = REPO / "controller" / "examples" / "three-switch.yaml"
+NETWORK = REPO / "examples" / "three-switch.yaml"
 EXIT_INVALID = 3
 
 #: name -> (how to make it in a directory, what the one line says after "<file>: ")
@@ -89,7 +89,7 @@ def test_unknown_scheme_is_a_usage_error(capsys: pytest.CaptureFixture) -> None:
 
 
 def test_run_help_explains_the_backends_and_lists_every_scheme(capsys: pytest.CaptureFixture) -> None:
-    from hosts.cc import SCHEMES, scheme_summary
+    from p4handoff.hosts.cc import SCHEMES, scheme_summary
     with pytest.raises(SystemExit):
         main(["run", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())

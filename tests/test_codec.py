@@ -6,8 +6,8 @@ import struct
 import pytest
 from scapy.all import IP, TCP, raw
 
-from hosts.codec import MalformedSegment, decode, encode, internet_checksum
-from hosts.segment import ACK, FIN, PSH, SYN, Segment
+from p4handoff.hosts.codec import MalformedSegment, decode, encode, internet_checksum
+from p4handoff.hosts.segment import ACK, FIN, PSH, SYN, Segment
 from p4handoff.wire import DSCP_LE, TCP_BYTE12_DUMMY_MASK
 
 

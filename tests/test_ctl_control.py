@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from controller.cli import EXIT_INVALID, EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
-from controller.control import ControlError, ControlRequest, ControlServer, parse_request, request
-from p4handoff.cli import main
+from p4handoff.cli.ctl import EXIT_INVALID, EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
+from p4handoff.controller.control import ControlError, ControlRequest, ControlServer, parse_request, request
+from p4handoff.cli.main import main
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "controller" / "examples" / "three-switch.yaml"
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "three-switch.yaml"
 
 
 @pytest.fixture

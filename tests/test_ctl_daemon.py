@@ -20,14 +20,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller.cli import EXIT_OK, EXIT_REFUSED
-from controller.control import ControlError, request
-from controller.launch import launch_controller
-from p4handoff.cli import main
+from p4handoff.cli.ctl import EXIT_OK, EXIT_REFUSED
+from p4handoff.controller.control import ControlError, request
+from p4handoff.controller.launch import launch_controller
+from p4handoff.cli.main import main
 from p4handoff.netns import Lab
 
 REPO = Path(__file__).resolve().parent.parent
-EXAMPLE = REPO / "controller" / "examples" / "three-switch.yaml"
+EXAMPLE = REPO / "examples" / "three-switch.yaml"
 
 
 def closed_port() -> int:

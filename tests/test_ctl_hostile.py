@@ -26,13 +26,13 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controller.mobility import Mobility, MobilityError
-from controller.network import parse_network
-from controller.punts import dispatch
+from p4handoff.controller.mobility import Mobility, MobilityError
+from p4handoff.controller.network import parse_network
+from p4handoff.controller.punts import dispatch
 from tests.ctl_fakenet import FakeNet
 from tests.hostile_inputs import REJECT_EVENTS, PacketIn, hostile_packet_in
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "controller" / "examples" / "three-switch.yaml"
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "three-switch.yaml"
 NET = parse_network(yaml.safe_load(EXAMPLE.read_text()))
 FUZZ = settings(derandomize=True, database=None, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -188,7 +188,7 @@ def test_out_of_order_sequences_converge_to_a_clean_attach():
 
 def test_a_refused_registration_does_not_move_the_replay_bound():
     """A request refused for its care-of with the highest identification must not lock the MH out."""
-    from controller.registration import RegistrationRequest, ReplyCode
+    from p4handoff.controller.registration import RegistrationRequest, ReplyCode
     f, mob, _ = make()
     f.register("mh1", "bs1", ident=5)
     f.run(0.05)

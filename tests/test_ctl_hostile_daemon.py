@@ -26,18 +26,18 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controller.control import ControlError, request
-from controller.daemon import Daemon
-from controller.description_watch import DescriptionWatch
-from controller.network import load_network
-from controller.p4runtime import PacketIn
-from controller.registration import RegistrationRequest
-from controller.session import PacketInEvent
+from p4handoff.controller.control import ControlError, request
+from p4handoff.controller.daemon import Daemon
+from p4handoff.controller.description_watch import DescriptionWatch
+from p4handoff.controller.network import load_network
+from p4handoff.controller.p4runtime import PacketIn
+from p4handoff.controller.registration import RegistrationRequest
+from p4handoff.controller.session import PacketInEvent
 from tests.hostile_inputs import (REGISTRATION, REJECT_EVENTS, TELEMETRY, PacketIn as Punt, hostile_control_line,
                                   hostile_packet_in, registration_frame)
 
 REPO = Path(__file__).resolve().parent.parent
-EXAMPLE = REPO / "controller" / "examples" / "three-switch.yaml"
+EXAMPLE = REPO / "examples" / "three-switch.yaml"
 FUZZ = settings(derandomize=True, database=None, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 CONTROL_EVENTS = {"control_rejected", "request_refused"}

@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller.intents import Deliver, Forward, Punt, Release, SendToward, SetRoute, Tunnel
-from controller.mobility import Mobility, MobilityError, Phase
-from controller.network import parse_network
-from controller.packets import parse_ipv4
-from controller.registration import RegistrationRequest, ReplyCode
+from p4handoff.controller.intents import Deliver, Forward, Punt, Release, SendToward, SetRoute, Tunnel
+from p4handoff.controller.mobility import Mobility, MobilityError, Phase
+from p4handoff.controller.network import parse_network
+from p4handoff.controller.packets import parse_ipv4
+from p4handoff.controller.registration import RegistrationRequest, ReplyCode
 from p4handoff.notify import Event
 from tests.ctl_fakenet import FakeNet
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "controller" / "examples" / "three-switch.yaml"
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "three-switch.yaml"
 
 
 def raw_example() -> dict:
@@ -275,7 +275,7 @@ def test_two_handoffs_in_a_row_retarget_the_old_hold_and_fall_back_when_not_peer
 
 def test_registration_at_unknown_bs_or_port_is_rejected_without_effects():
     f, mob, logs = make()
-    from controller.registration import RegistrationRequest
+    from p4handoff.controller.registration import RegistrationRequest
     req = RegistrationRequest("10.0.1.1", "10.0.1.1", identification=5)
     assert mob.registration("gw", 1, "02:aa:00:00:00:01", "10.0.1.1", 434, req, 0.0) == []
     assert mob.registration("bs9", 1, "02:aa:00:00:00:01", "10.0.1.1", 434, req, 0.0) == []
@@ -289,7 +289,7 @@ def test_registration_at_unknown_bs_or_port_is_rejected_without_effects():
 
 def test_registration_for_unknown_mh_is_refused_with_code_129():
     f, mob, logs = make()
-    from controller.registration import RegistrationRequest
+    from p4handoff.controller.registration import RegistrationRequest
     req = RegistrationRequest("10.0.1.99", "10.0.1.99", identification=1)
     fx = mob.registration("bs1", 1, "02:aa:00:00:00:09", "10.0.1.99", 434, req, 0.0)
     assert len(fx) == 1 and fx[0].code is ReplyCode.ADMIN_PROHIBITED

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller.network import NetworkError, load_network, parse_network
+from p4handoff.controller.network import NetworkError, load_network, parse_network
 from p4handoff.wire import DSCP_IPF_PRIORITY_DEFAULT
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "controller" / "examples" / "three-switch.yaml"
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "three-switch.yaml"
 
 
 def example() -> dict:

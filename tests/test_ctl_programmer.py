@@ -7,18 +7,18 @@ import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from controller.intents import Deliver, Forward, Notify, Punt, Release, Reply, SendToward, Tunnel
-from controller.network import load_network
-from controller.p4runtime import TableEntry, UpdateType
-from controller.programmer import PUNT_REASON_BUFFER, Programmer, ip, mac
-from controller.registration import ReplyCode
-from controller.switch_state import SwitchState, diff
-from controller.transmit import Transmitter
+from p4handoff.controller.intents import Deliver, Forward, Notify, Punt, Release, Reply, SendToward, Tunnel
+from p4handoff.controller.network import load_network
+from p4handoff.controller.p4runtime import TableEntry, UpdateType
+from p4handoff.controller.programmer import PUNT_REASON_BUFFER, Programmer, ip, mac
+from p4handoff.controller.registration import ReplyCode
+from p4handoff.controller.switch_state import SwitchState, diff
+from p4handoff.controller.transmit import Transmitter
 from p4handoff.notify import Event, Notification
 from p4handoff.wire import IP_PROTO_IPIP, UDP_PORT_HANDOFF_NOTIFY
 
 ROOT = Path(__file__).resolve().parent.parent
-NET = load_network(ROOT / "controller" / "examples" / "three-switch.yaml")
+NET = load_network(ROOT / "examples" / "three-switch.yaml")
 P = Programmer(NET)
 
 
@@ -57,7 +57,7 @@ def test_static_entries_of_the_gateway():
 
 
 def test_ports_with_equal_red_parameters_share_one_profile(tmp_path):
-    text = (ROOT / "controller" / "examples" / "three-switch.yaml").read_text()
+    text = (ROOT / "examples" / "three-switch.yaml").read_text()
     text = text.replace("      - {number: 2, role: peer, peer: gw}\n      - {number: 3, role: peer, peer: bs2}",
                         "      - {number: 2, role: peer, peer: gw}\n      - {number: 3, role: peer, peer: bs2}\n"
                         "      - number: 4\n        role: access\n        aqm: {mode: mred, limit: 300, min_th: 100,"
@@ -171,8 +171,8 @@ P4INFO = ROOT / "build" / "bs.p4info.txtpb"
 @pytest.mark.bmv2
 @pytest.mark.skipif(not P4INFO.exists(), reason=f"{P4INFO} not built (p4c-bm2-ss missing or 'make build' not run)")
 def test_every_entry_encodes_against_the_real_p4info_and_reads_back_equal():
-    from controller.p4runtime import P4Info
-    from controller.p4runtime.entities import normalize
+    from p4handoff.controller.p4runtime import P4Info
+    from p4handoff.controller.p4runtime.entities import normalize
     p4info = P4Info.load(P4INFO)
     for sw in NET.switches:
         entries = P.static_entries(sw.name) + [

@@ -7,10 +7,10 @@ import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from controller.buffer import BufferPool
-from controller.packets import (PacketError, encapsulate, ethernet, marker_nonce, marker_packet, parse_ipv4,
+from p4handoff.controller.buffer import BufferPool
+from p4handoff.controller.packets import (PacketError, encapsulate, ethernet, marker_nonce, marker_packet, parse_ipv4,
                                 parse_udp, split_ethernet, udp_packet)
-from controller.registration import (FLAG_D, FLAG_S, REQUEST_SIZE, RegistrationError, RegistrationReply,
+from p4handoff.controller.registration import (FLAG_D, FLAG_S, REQUEST_SIZE, RegistrationError, RegistrationReply,
                                      RegistrationRequest, ReplyCode)
 from p4handoff.wire import IP_PROTO_IPIP, UDP_PORT_MIP_REGISTRATION
 

@@ -1,4 +1,4 @@
-"""The buffer spool (controller/spool.py): buffered packets outlive the controller process.
+"""The buffer spool (p4handoff/controller/spool.py): buffered packets outlive the controller process.
 
 The journal itself (framing, torn tails, the lock, atomic rewrite), the pool
 rebuilt from it for any sequence of operations (Hypothesis), and a controller
@@ -15,15 +15,15 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.buffer import BufferPool
-from controller.intents import Deliver, Forward, Release
-from controller.mobility import Mobility, Phase
-from controller.network import parse_network
-from controller.registration import RegistrationRequest
-from controller.spool import PUSH, REMOVE, Record, Spool, SpoolError, decode_all, encode
+from p4handoff.controller.buffer import BufferPool
+from p4handoff.controller.intents import Deliver, Forward, Release
+from p4handoff.controller.mobility import Mobility, Phase
+from p4handoff.controller.network import parse_network
+from p4handoff.controller.registration import RegistrationRequest
+from p4handoff.controller.spool import PUSH, REMOVE, Record, Spool, SpoolError, decode_all, encode
 from tests.ctl_fakenet import FakeNet
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "controller" / "examples" / "three-switch.yaml"
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "three-switch.yaml"
 NET = parse_network(yaml.safe_load(EXAMPLE.read_text()))
 
 

@@ -18,16 +18,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller.control import ControlRequest
-from controller.daemon import AQM_CLASS_STRIDE, CLASSES, Daemon
-from controller.network import PORT_ACCESS, parse_network
-from controller.p4runtime import P4Info
-from controller.p4runtime._protos import p4runtime_pb2
-from controller.port_counters import PORT_COUNTERS, CounterReader
-from controller.switch_state import SwitchState
+from p4handoff.controller.control import ControlRequest
+from p4handoff.controller.daemon import AQM_CLASS_STRIDE, CLASSES, Daemon
+from p4handoff.controller.network import PORT_ACCESS, parse_network
+from p4handoff.controller.p4runtime import P4Info
+from p4handoff.controller.p4runtime._protos import p4runtime_pb2
+from p4handoff.controller.port_counters import PORT_COUNTERS, CounterReader
+from p4handoff.controller.switch_state import SwitchState
 
 REPO = Path(__file__).resolve().parent.parent
-EXAMPLE = REPO / "controller" / "examples" / "three-switch.yaml"
+EXAMPLE = REPO / "examples" / "three-switch.yaml"
 P4INFO = REPO / "build" / "bs.p4info.txtpb"
 
 pytestmark = pytest.mark.skipif(not P4INFO.is_file(), reason="build/bs.p4info.txtpb missing (run 'make build')")

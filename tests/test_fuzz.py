@@ -1,7 +1,7 @@
 """Packet fuzzing (issue 12): the frame generator, and a 1,000-frame slice of `make fuzz` on BMv2.
 
 The generator is checked without a switch (seeded, every kind, every header
-field reachable, templates well-formed). The slice runs topo/fuzz_bmv2.py
+field reachable, templates well-formed). The slice runs p4handoff/lab/fuzz_bmv2.py
 against p4src/bs.p4 on simple_switch_grpc — skipped, with the reason, where
 BMv2, the compiled program or namespaces are missing.
 """
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from controller.packets import parse_ipv4, split_ethernet
+from p4handoff.controller.packets import parse_ipv4, split_ethernet
 from p4handoff.bmv2 import bmv2_available
 from p4handoff.netns import unavailable_reason
-from topo.fuzz_frames import KINDS, Addressing, fields, generate, mutate, templates
+from p4handoff.lab.fuzz_frames import KINDS, Addressing, fields, generate, mutate, templates
 
 REPO = Path(__file__).resolve().parent.parent
 A = Addressing("02:00:00:00:00:02", "192.168.100.2", "192.168.100.3", "10.0.1.254", "192.0.2.1",
@@ -50,10 +50,10 @@ def test_every_field_of_every_template_gets_mutated():
 
 
 def oracle():
-    from controller.intents import Deliver, Punt, Tunnel
-    from controller.network import parse_network
-    from controller.programmer import Programmer
-    from topo.fuzz_bmv2 import MH, Oracle, description, routes_of
+    from p4handoff.controller.intents import Deliver, Punt, Tunnel
+    from p4handoff.controller.network import parse_network
+    from p4handoff.controller.programmer import Programmer
+    from p4handoff.lab.fuzz_bmv2 import MH, Oracle, description, routes_of
     net = parse_network(description())
     prog = Programmer(net)
     entries = prog.static_entries("bs1") + [
@@ -65,7 +65,7 @@ def oracle():
 
 def test_the_wrong_port_oracle_tells_allowed_outputs_from_leaks():
     """The check `make fuzz` applies to every frame leaving the switch, on hand-made outputs."""
-    from controller.packets import encapsulate, ethernet, udp_packet
+    from p4handoff.controller.packets import encapsulate, ethernet, udp_packet
     o = oracle()
 
     def to(dst: str, dscp: int = 0) -> bytes:
@@ -101,7 +101,7 @@ _netns_why = unavailable_reason()
                     reason="build/bs.json not built: p4c-bm2-ss missing or 'make build' not run")
 @pytest.mark.skipif(_netns_why is not None, reason=_netns_why or "")
 def test_a_thousand_fuzzed_frames_are_all_accounted_for(tmp_path):
-    from topo.fuzz_bmv2 import run
+    from p4handoff.lab.fuzz_bmv2 import run
     result = run(1000, seed=12, workdir=tmp_path, batch_size=250)
     print("\n".join(result.lines()))
     assert result.frames >= 900                  # the rest: shorter than an Ethernet header, refused by the kernel

@@ -16,9 +16,9 @@ from pathlib import Path
 import yaml
 
 from tests.bmv2_support import LAB_MARKS
-from topo import lab_backend
-from topo.runner import run_scenario
-from topo.scenario import parse
+from p4handoff.lab import lab_backend
+from p4handoff.lab.runner import run_scenario
+from p4handoff.lab.scenario import parse
 
 pytestmark = LAB_MARKS
 

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from controller.network import parse_network
-from topo.lab_plan import LabError, plan, pps
-from topo.scenario import load, read_document, parse
+from p4handoff.controller.network import parse_network
+from p4handoff.lab.lab_plan import LabError, plan, pps
+from p4handoff.lab.scenario import load, read_document, parse
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 

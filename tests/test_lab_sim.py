@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from tests.sim_papers import vertical_handoff
-from topo.results import Results, RunRecord
-from topo.runner import run_scenario
-from topo.scenario import SweepAxis, load
-from topo.sim_backend import SimBackend
+from p4handoff.lab.results import Results, RunRecord
+from p4handoff.lab.runner import run_scenario
+from p4handoff.lab.scenario import SweepAxis, load
+from p4handoff.lab.sim_backend import SimBackend
 
 ROOT = Path(__file__).resolve().parent.parent
 VH = ROOT / "traces" / "vh-wlan-to-3g.yaml"
@@ -163,7 +163,7 @@ def _vh_results(backend: str, runs: dict[str, list[float]]) -> tuple[Results, ob
 
 
 def test_ordering_sentence_says_which_neighbours_the_repeats_cannot_tell_apart():
-    from topo.report import _gap_sentence
+    from p4handoff.lab.report import _gap_sentence
     pub = load(VH).published.values
     res, tq = _vh_results("lab", {"TCP/mm": [120e3, 180e3], "Immediate": [130e3, 190e3],
                                   "Bandwidth-Aware": [300e3, 296e3]})

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from p4handoff import netns
-from topo.mininet_lab import LabNet, mininet_available
+from p4handoff.lab.mininet_lab import LabNet, mininet_available
 
 _netns_why = netns.unavailable_reason()
 _mn_ok, _mn_why = mininet_available()

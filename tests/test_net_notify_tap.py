@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from hosts.net.notify_tap import NotificationTap, udp_payload
+from p4handoff.hosts.net.notify_tap import NotificationTap, udp_payload
 from p4handoff import netns
 
 REASON = netns.unavailable_reason()

@@ -13,8 +13,8 @@ pytestmark = [pytest.mark.netns, pytest.mark.skipif(REASON is not None, reason=R
 
 from scapy.layers.inet import IP, TCP, UDP  # noqa: E402  (slow import, after the skip decision)
 
-from hosts.net.guard import KernelTcpGuard  # noqa: E402
-from hosts.net.rawio import PacketReceiver, PacketSender  # noqa: E402
+from p4handoff.hosts.net.guard import KernelTcpGuard  # noqa: E402
+from p4handoff.hosts.net.rawio import PacketReceiver, PacketSender  # noqa: E402
 
 A, B = "10.0.9.1", "10.0.9.2"
 

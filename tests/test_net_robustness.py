@@ -25,8 +25,8 @@ pytestmark = needs_netns
 
 from scapy.layers.inet import IP, TCP  # noqa: E402  (slow import, after the skip decision)
 
-from hosts.codec import MalformedSegment, decode  # noqa: E402
-from hosts.net.rawio import PacketReceiver  # noqa: E402
+from p4handoff.hosts.codec import MalformedSegment, decode  # noqa: E402
+from p4handoff.hosts.net.rawio import PacketReceiver  # noqa: E402
 
 SPORT, DPORT = 40001, 5001
 

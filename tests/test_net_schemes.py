@@ -22,9 +22,9 @@ from test_net_support import RECEIVER, SENDER, OurReceiver, OurSender, RstWatch,
 
 pytestmark = needs_netns
 
-from hosts.cc import SCHEMES  # noqa: E402
-from hosts.codec import decode  # noqa: E402
-from hosts.net.rawio import PacketReceiver  # noqa: E402
+from p4handoff.hosts.cc import SCHEMES  # noqa: E402
+from p4handoff.hosts.codec import decode  # noqa: E402
+from p4handoff.hosts.net.rawio import PacketReceiver  # noqa: E402
 
 NOTIFY = 15434
 SECOND = "10.0.9.3"

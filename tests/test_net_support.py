@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from hosts.net.rawio import ETH_P_IP, SOL_PACKET, attach_filter
+from p4handoff.hosts.net.rawio import ETH_P_IP, SOL_PACKET, attach_filter
 from p4handoff import netns
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from hosts.cc import SCHEMES
+from p4handoff.hosts.cc import SCHEMES
 from p4handoff import netns
 from test_net_support import (RECEIVER, LinuxSink, OurReceiver, RstWatch, make_path, needs_netns, parse, run_cli,
                               sha256)

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from controller.p4runtime import (CounterValue, EncodingError, P4Info, P4InfoError, P4RuntimeClient,
+from p4handoff.controller.p4runtime import (CounterValue, EncodingError, P4Info, P4InfoError, P4RuntimeClient,
                                   P4RuntimeError, TableEntry, UpdateType, default_election_id, encode_value)
-from controller.p4runtime._protos import p4info_pb2, p4runtime_pb2
-from controller.p4runtime.entities import (counter_entry, decode_packet_in, encode_packet_out,
+from p4handoff.controller.p4runtime._protos import p4info_pb2, p4runtime_pb2
+from p4handoff.controller.p4runtime.entities import (counter_entry, decode_packet_in, encode_packet_out,
                                            encode_table_entry, normalize, register_entry)
 
 HERE = Path(__file__).resolve().parent
@@ -264,7 +264,7 @@ def test_connect_times_out_with_one_error_type():
 
 
 def test_the_client_runs_on_the_fast_protobuf_backend_without_the_p4runtime_wheels_modules():
-    probe = ("import sys, controller.p4runtime as p; from google.protobuf.internal import api_implementation as a; "
+    probe = ("import sys, p4handoff.controller.p4runtime as p; from google.protobuf.internal import api_implementation as a; "
              "print(a.Type(), p.P4Info.__name__, any(m == 'p4' or m.startswith('p4.') for m in sys.modules))")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PROTOCOL_BUFFERS")}
     done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from hosts.sim.engine import Simulator
-from hosts.sim.link import Link
-from hosts.sim.packet import Packet
-from topo.report import Verdict, claims_console, fmt_apart, required, verdicts
-from topo.runner import run_scenario
-from topo.scenario import SweepAxis, load
-from topo.sim_backend import SimBackend
-from topo.units import ScenarioError
+from p4handoff.hosts.sim.engine import Simulator
+from p4handoff.hosts.sim.link import Link
+from p4handoff.hosts.sim.packet import Packet
+from p4handoff.lab.report import Verdict, claims_console, fmt_apart, required, verdicts
+from p4handoff.lab.runner import run_scenario
+from p4handoff.lab.scenario import SweepAxis, load
+from p4handoff.lab.sim_backend import SimBackend
+from p4handoff.lab.units import ScenarioError
 
 ROOT = Path(__file__).resolve().parent.parent
 VH = ROOT / "traces" / "vh-wlan-to-3g.yaml"
@@ -134,7 +134,7 @@ def test_report_shows_what_the_cell_admitted_by_class_and_dropped_by_cause(tmp_p
 
 def test_a_quantity_not_measured_has_no_spread() -> None:
     """A lab loss rate is not observable per flow: the table says n/a, not "n/a ± 0.00"."""
-    from topo.report import _ours
+    from p4handoff.lab.report import _ours
 
     class Repeated:                      # the two numbers _ours reads from a Results, over three repeats
         repeats = 3

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from topo import compact
-from topo.execute import DaskCluster, LocalProcesses
-from topo.results import Results
-from topo.runner import run_scenario
-from topo.scenario import SweepAxis, load
-from topo.sim_backend import SimBackend
+from p4handoff.lab import compact
+from p4handoff.lab.execute import DaskCluster, LocalProcesses
+from p4handoff.lab.results import Results
+from p4handoff.lab.runner import run_scenario
+from p4handoff.lab.scenario import SweepAxis, load
+from p4handoff.lab.sim_backend import SimBackend
 
 ROOT = Path(__file__).resolve().parent.parent
 VH = ROOT / "traces" / "vh-wlan-to-3g.yaml"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hosts.segment import ACK, Segment
-from hosts.sim import MRED, Network, Queue, QueueSampler, TraceWriter, ideal_bps, wire_size
+from p4handoff.hosts.segment import ACK, Segment
+from p4handoff.hosts.sim import MRED, Network, Queue, QueueSampler, TraceWriter, ideal_bps, wire_size
 from p4handoff.notify import Event, Notification
 from p4handoff.wire import DSCP_LE
 

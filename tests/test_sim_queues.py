@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from hosts.sim.packet import DATA, DUMMY, PRIORITY, Packet
-from hosts.sim.queues import MRED, RED, Queue
+from p4handoff.hosts.sim.packet import DATA, DUMMY, PRIORITY, Packet
+from p4handoff.hosts.sim.queues import MRED, RED, Queue
 
 RATE = 10e6  # b/s of the (imaginary) link the queue feeds
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from hosts.sim.measure import TraceWriter
+from p4handoff.hosts.sim.measure import TraceWriter
 from tests.sim_papers import dumbbell, overlap_handoff, vertical_handoff
 
 pytestmark = pytest.mark.slow  # about 15 s of CPU for the module

@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from hosts.segment import ACK, FIN, RST, SYN, Segment
-from hosts.tcp import State, TcpConfig, TcpConnection, TcpError, rst_for
+from p4handoff.hosts.segment import ACK, FIN, RST, SYN, Segment
+from p4handoff.hosts.tcp import State, TcpConfig, TcpConnection, TcpError, rst_for
 from tests.tcp_loop import Loop
 
 A, B = "10.0.0.1", "10.0.1.1"

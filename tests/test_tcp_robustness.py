@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import random
 
-from hosts.segment import ACK, FIN, PSH, RST, SYN, URG, Segment
-from hosts.tcp import State, TcpConfig, TcpConnection, TraceRecord
+from p4handoff.hosts.segment import ACK, FIN, PSH, RST, SYN, URG, Segment
+from p4handoff.hosts.tcp import State, TcpConfig, TcpConnection, TraceRecord
 from tests.tcp_loop import Loop
 
 A, B = "10.0.0.1", "10.0.1.1"

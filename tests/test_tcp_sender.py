@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from hosts.segment import FIN, PSH
-from hosts.tcp import TcpConfig, TcpConnection, TraceRecord
+from p4handoff.hosts.segment import FIN, PSH
+from p4handoff.hosts.tcp import TcpConfig, TcpConnection, TraceRecord
 from tests.tcp_loop import ScriptedPeer
 
 MSS = 1000

@@ -1,4 +1,4 @@
-"""The TNA port (issue 10): the controller's one mapping (controller/tofino.py) and the P4Info parity
+"""The TNA port (issue 10): the controller's one mapping (p4handoff/controller/tofino.py) and the P4Info parity
 of the two programs on exactly the entities the controller uses.
 
 The compiled-program tests need the open-source Tofino back end of p4c
@@ -16,19 +16,19 @@ from pathlib import Path
 
 import pytest
 
-from controller.aqm_tables import AVG_ONE, PortAqm, RedParams, pa_thresholds, pb_level_ranges, port_entries
-from controller.network import load_network
-from controller.p4runtime import P4Info, TableEntry
-from controller.p4runtime.entities import encode_table_entry
-from controller.port_counters import PORT_COUNTERS
-from controller.programmer import Programmer
-from controller.tofino import (TNA_PROB_ONE, TnaQueues, cell_ranges, gap_prefixes, gap_ranges, lpf_error_report,
+from p4handoff.controller.aqm_tables import AVG_ONE, PortAqm, RedParams, pa_thresholds, pb_level_ranges, port_entries
+from p4handoff.controller.network import load_network
+from p4handoff.controller.p4runtime import P4Info, TableEntry
+from p4handoff.controller.p4runtime.entities import encode_table_entry
+from p4handoff.controller.port_counters import PORT_COUNTERS
+from p4handoff.controller.programmer import Programmer
+from p4handoff.controller.tofino import (TNA_PROB_ONE, TnaQueues, cell_ranges, gap_prefixes, gap_ranges, lpf_error_report,
                                lpf_time_constant_ns, pa_quantisation_error, port_entries_for, red_pa_gap_entries,
                                scale_port, tna_thresholds)
 from p4handoff.wire import AQM_MODE_MRED, AQM_MODE_RED, PROB_ONE, TNA_PROB_BITS
 
 ROOT = Path(__file__).resolve().parents[1]
-NET = load_network(ROOT / "controller" / "examples" / "three-switch.yaml")
+NET = load_network(ROOT / "examples" / "three-switch.yaml")
 V1_P4INFO = ROOT / "build" / "bs.p4info.txtpb"
 TNA_TARGETS = ("tofino", "tofino2")
 TNA_DIR = ROOT / "build" / "tofino"
@@ -324,7 +324,7 @@ def _described(tmp_path: Path, **controller: object):
     """The example network with `controller` settings added, loaded as the daemon loads it."""
     import yaml
 
-    raw = yaml.safe_load((ROOT / "controller" / "examples" / "three-switch.yaml").read_text())
+    raw = yaml.safe_load((ROOT / "examples" / "three-switch.yaml").read_text())
     raw["controller"].update(controller)
     path = tmp_path / "net.yaml"
     path.write_text(yaml.safe_dump(raw))
@@ -333,7 +333,7 @@ def _described(tmp_path: Path, **controller: object):
 
 @pytest.mark.parametrize("target", TNA_TARGETS)
 def test_the_description_target_picks_the_tna_program_and_its_build(tmp_path, target):
-    from controller.daemon import Daemon
+    from p4handoff.controller.daemon import Daemon
 
     net = _described(tmp_path, target=target)
     assert net.controller.target == target
@@ -348,7 +348,7 @@ def test_the_description_target_picks_the_tna_program_and_its_build(tmp_path, ta
 
 
 def test_an_unknown_target_is_refused_by_name(tmp_path):
-    from controller.network import NetworkError
+    from p4handoff.controller.network import NetworkError
 
     with pytest.raises(NetworkError, match=r"controller\.target.*v1model, tofino, tofino2.*'bmv2'"):
         _described(tmp_path, target="bmv2")
@@ -360,8 +360,8 @@ def test_an_unknown_target_is_refused_by_name(tmp_path):
 def test_the_daemon_of_a_tna_description_writes_entries_its_p4info_takes(tmp_path, target):
     """Everything the daemon's programmer writes for a `target: tofino*` network (static state, the
     IPF codepoint, every kind of route) encodes against the P4Info the description points at."""
-    from controller.daemon import Daemon
-    from controller.intents import Deliver, Forward, Punt, Tunnel
+    from p4handoff.controller.daemon import Daemon
+    from p4handoff.controller.intents import Deliver, Forward, Punt, Tunnel
 
     load_tna(target)   # skips by name when the TNA program is not compiled
     net = _described(tmp_path, target=target)

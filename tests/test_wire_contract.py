@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.p4runtime import P4Info
+from p4handoff.controller.p4runtime import P4Info
 from p4handoff import wire
 
 REPO = Path(__file__).resolve().parent.parent
@@ -89,11 +89,11 @@ def test_no_python_module_writes_a_shared_value_by_hand():
 
 
 def test_a_network_that_overflows_a_table_is_refused_naming_it(monkeypatch, capsys):
-    from controller import cli
-    from p4handoff.cli import main
-    from controller.network import load_network
-    from controller.programmer import Programmer
-    example = REPO / "controller" / "examples" / "three-switch.yaml"
+    from p4handoff.cli import ctl as cli
+    from p4handoff.cli.main import main
+    from p4handoff.controller.network import load_network
+    from p4handoff.controller.programmer import Programmer
+    example = REPO / "examples" / "three-switch.yaml"
     net = load_network(example)
     assert Programmer(net).capacity_problems() == []
     need = len([e for e in Programmer(net).static_entries("gw") if e.table == "ipv4_fwd"]) + len(net.mobile_hosts)

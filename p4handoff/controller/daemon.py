@@ -1,0 +1,532 @@
+"""The handoff controller daemon: one thread that owns the model and the switches' state.
+
+Sessions (their own threads) post connection changes and packet-ins; the
+control socket (its own thread) posts operator requests; everything is
+handled here, in arrival order, on one thread. Effects of the mobility state
+machine are applied in order: consecutive route changes on one switch go in
+one Write, and a Write returns only once the switch applied it, so a packet
+sent after it (a drain marker, a buffer release) already meets the new route.
+
+Start-up / controller restart: connect to every switch (bounded wait); a
+switch that already runs our pipeline keeps it and its entries, which are
+read back and turned into the MHs' state (`Mobility.recover`); then each
+switch is reconciled against the model — for MHs that did not move this
+writes nothing. A switch that comes back later (restart, dropped stream) is
+re-pushed if needed and reconciled the same way.
+"""
+from __future__ import annotations
+
+import json
+import queue
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Callable
+
+from p4handoff.controller.control import ControlRequest, ControlServer
+from p4handoff.controller.description_watch import DescriptionWatch
+from p4handoff.controller.intents import Completed, Effect, PacketEffect, Release, SetRoute
+from p4handoff.controller.mobility import Mobility, MobilityError
+from p4handoff.controller.network import PORT_ACCESS, Network
+from p4handoff.controller.p4runtime import P4RuntimeError, TableEntry
+from p4handoff.controller.release_fence import ReleaseFences
+from p4handoff.controller.port_counters import CounterJob, CounterReader, CountersRead
+from p4handoff.controller.programmer import Programmer
+from p4handoff.controller.punts import dispatch
+from p4handoff.controller.session import BadPacketIn, Connected, Lost, PacketInEvent, SwitchSession, expected_cookie
+from p4handoff.controller.spool import Spool
+from p4handoff.controller.tofino import program_for
+from p4handoff.controller.switch_state import SwitchState, diff
+from p4handoff.controller.transmit import Transmitter
+from p4handoff.wire import AQM_MODES, TELEMETRY, TELEMETRY_AQM_MODE_NONE, load_constants
+
+_C = load_constants()
+AQM_CLASS_STRIDE = _C["AQM_CLASS_STRIDE"]
+AVG_FRAC_BITS = _C["AVG_FRAC_BITS"]
+CLASSES = {"np": _C["AQM_CLASS_NP"], "prio": _C["AQM_CLASS_PRIO"], "dummy": _C["AQM_CLASS_DUMMY"]}
+AQM_MODE_NAMES = {v: name for name, v in AQM_MODES.items()} | {TELEMETRY_AQM_MODE_NONE: "none"}
+WRITE_CHUNK = 1000
+STATUS_TIMEOUT = 1.0
+
+
+class JsonLog:
+    """JSON lines, one per event, each with a wall-clock timestamp; thread-safe."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+        self._lock = threading.Lock()
+
+    def __call__(self, event: str, fields: dict[str, Any]) -> None:
+        line = json.dumps({"ts": round(time.time(), 6), "event": event, **fields}, default=str)
+        with self._lock:
+            self.out.write(line + "\n")
+            self.out.flush()
+
+
+@dataclass
+class _PendingStatus:
+    request: ControlRequest
+    deadline: float
+    body: dict[str, Any]
+    round_id: int            # rounds overlap (the lab polls from two threads): each gets its own reads
+    waiting: set[tuple[str, int]] = field(default_factory=set)      # telemetry probes not back yet
+    reading: set[str] = field(default_factory=set)                  # switches whose counters are being read
+
+
+class Daemon:
+    def __init__(self, net: Network, log: Callable[[str, dict[str, Any]], None] | None = None,
+                 socket_path: str | None = None, startup_timeout: float = 10.0,
+                 network_path: str | Path | None = None) -> None:
+        self.net = net
+        self.log = log or JsonLog(sys.stderr)
+        self.watch = DescriptionWatch(network_path, net, self.log) if network_path is not None else None
+        self.socket_path = socket_path or net.controller.socket
+        self.startup_timeout = startup_timeout
+        self.events: queue.Queue[object] = queue.Queue()
+        c = net.controller
+        self.spool = Spool(c.spool, c.spool_fsync) if c.spool else None
+        self.mobility = Mobility(net, self.log, spool=self.spool)
+        self.programmer = Programmer(net, program_for(c.target))
+        self.transmitter = Transmitter(net)
+        eid = net.controller.election_id
+        self.sessions = {s.name: SwitchSession(s, (eid >> 64, eid & (2**64 - 1)), self.events.put)
+                         for s in net.switches}
+        self.states: dict[str, SwitchState | None] = {s.name: None for s in net.switches}
+        self.counters = {"packet_in": 0, "packet_out": 0, "writes": 0, "write_errors": 0, "dropped_effects": 0,
+                         "registrations": 0, "other_punts": 0}
+        self._pending_status: dict[int, _PendingStatus] = {}      # round id -> round waiting for answers
+        self.fences = ReleaseFences()          # buffer releases journaled once their switches read them
+        self._released_to: set[str] = set()    # switches given a release since the last fence
+        self._status_rounds = 0
+        self.counter_reader: CounterReader | None = None
+        self._stop = threading.Event()
+        self.server: ControlServer | None = None
+        self.cookie = 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def run(self) -> None:
+        """Start everything, serve until `stop()`; raises OSError/ValueError on unusable inputs."""
+        c = self.net.controller
+        for path in (c.p4info, c.device_config):
+            if not Path(path).is_file():
+                raise FileNotFoundError(f"pipeline file {path} not found (run 'make build')")
+        self.cookie = expected_cookie(c.p4info, c.device_config)
+        self.server = ControlServer(self.socket_path, self.events.put, self.log)
+        self.server.start()
+        try:
+            spooled = self.spool.open() if self.spool is not None else []
+        except OSError:
+            self.server.stop()
+            raise
+        if self.spool is not None and self.spool.torn_bytes:
+            self.log("spool_torn", {"path": str(self.spool.path), "bytes": self.spool.torn_bytes,
+                                    "reason": "a record the previous controller did not finish writing"})
+        self.mobility.restore_buffers(spooled)
+        self.counter_reader = CounterReader(self.events.put)
+        self.log("controller_start", {"switches": [s.name for s in self.net.switches], "socket": self.socket_path,
+                                      "mobile_hosts": len(self.net.mobile_hosts)})
+        try:
+            self._startup()
+            while not self._stop.is_set():
+                self._step()
+        finally:
+            self.server.stop()
+            self.counter_reader.stop()
+            for s in self.sessions.values():
+                s.stop()
+            if self.spool is not None:
+                self.spool.close()
+            self.log("controller_stop", {})
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.events.put(None)
+
+    def _startup(self) -> None:
+        """Connect to all switches (bounded wait), rebuild MH state from what they hold, reconcile."""
+        for s in self.sessions.values():
+            s.start()
+        deadline = time.monotonic() + self.startup_timeout
+        read_back: dict[str, list[TableEntry]] = {}
+        deferred: list[object] = []
+        while len(read_back) < len(self.sessions) and not self._stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                ev = self.events.get(timeout=left)
+            except queue.Empty:
+                break
+            if isinstance(ev, Connected):
+                entries = self._attach_client(ev)
+                if entries is not None:
+                    read_back[ev.switch] = entries
+            elif isinstance(ev, Lost):
+                self._on_lost(ev)
+            elif ev is not None:
+                deferred.append(ev)       # packet-ins and requests wait for the model
+        routes: dict[str, dict] = {}
+        for name, entries in read_back.items():
+            decoded = (self.programmer.decode_route(name, e) for e in entries)
+            routes[name] = dict(d for d in decoded if d is not None)
+        self._apply(self.mobility.recover(routes, time.monotonic()))
+        for name in read_back:
+            self._reconcile(name, read_back[name])
+        self._apply(self.mobility.resume_flushes(time.monotonic()))      # packet-outs need reconciled switches
+        missing = sorted(set(self.sessions) - set(read_back))
+        self.log("startup_done", {"connected": sorted(read_back), "waiting_for": missing})
+        for ev in deferred:
+            self.events.put(ev)
+
+    # ------------------------------------------------------------------ the loop
+
+    def _step(self) -> None:
+        now = time.monotonic()
+        deadline = self.mobility.next_deadline()
+        timeout = 0.5 if deadline is None else min(0.5, max(0.0, deadline - now))
+        for pending in self._pending_status.values():
+            timeout = min(timeout, max(0.0, pending.deadline - now))
+        try:
+            ev = self.events.get(timeout=timeout)
+        except queue.Empty:
+            ev = None
+        try:
+            self._handle(ev)
+            if self.watch is not None:
+                self.watch.poll()
+            now = time.monotonic()
+            deadline = self.mobility.next_deadline()
+            if deadline is not None and deadline <= now:
+                self._apply(self.mobility.on_time(now))
+        except Exception as exc:        # a bug must not take every MH's buffer and the switches down with it
+            self.log("internal_error", {"error": repr(exc), "event": type(ev).__name__,
+                                        "trace": traceback.format_exc(limit=8)})
+            if isinstance(ev, ControlRequest):
+                ev.respond({"ok": False, "error": f"internal error: {exc!r}", "kind": "internal"})
+        if self.fences:
+            self._settle_fences()
+        now = time.monotonic()
+        for rid, pending in list(self._pending_status.items()):
+            if now >= pending.deadline or not (pending.waiting or pending.reading):
+                self._finish_status(rid)
+
+    def _handle(self, ev: object) -> None:
+        if isinstance(ev, PacketInEvent):
+            self._on_packet_in(ev)
+        elif isinstance(ev, Connected):
+            entries = self._attach_client(ev)
+            if entries is not None:
+                self._reconcile(ev.switch, entries)
+        elif isinstance(ev, Lost):
+            self._on_lost(ev)
+        elif isinstance(ev, ControlRequest):
+            self._on_request(ev)
+        elif isinstance(ev, CountersRead):
+            self._on_counters(ev)
+        elif isinstance(ev, BadPacketIn):
+            self.counters["other_punts"] += 1
+            self.log("packet_in_ignored", {"switch": ev.switch, "reason": f"undecodable packet-in: {ev.reason}"})
+
+    # ------------------------------------------------------------------ switches
+
+    def _attach_client(self, ev: Connected) -> list[TableEntry] | None:
+        """Keep or push the pipeline; return what the switch holds now (None if it failed again)."""
+        session = self.sessions[ev.switch]
+        client = ev.client
+        try:
+            cookie = client.fetch_pipeline()
+            kept = cookie == self.cookie
+            if not kept:
+                client.set_pipeline(self.net.controller.p4info, self.net.controller.device_config)
+                session.pipeline_pushes += 1
+            entries = client.read_table() if kept else []
+        except (P4RuntimeError, OSError, ValueError) as exc:
+            session.last_error = str(exc).splitlines()[0]
+            self.log("switch_error", {"switch": ev.switch, "during": "attach", "error": session.last_error})
+            client.close()
+            session.reconnect()
+            return None
+        session.client = client
+        session.state = "up"
+        self.log("switch_up", {"switch": ev.switch, "pipeline": "kept" if kept else "pushed",
+                               "entries_read": len(entries), "connects": session.connects})
+        return entries
+
+    def _on_lost(self, ev: Lost) -> None:
+        session = self.sessions[ev.switch]
+        self.states[ev.switch] = None
+        session.last_error = ev.reason
+        self.log("switch_down", {"switch": ev.switch, "reason": ev.reason})
+        session.reconnect()
+
+    def _desired(self, name: str) -> list[TableEntry]:
+        entries = self.programmer.static_entries(name)
+        entries += [self.programmer.route_entry(name, addr, action)
+                    for addr, action in sorted(self.mobility.routes()[name].items())]
+        return entries
+
+    def _reconcile(self, name: str, actual: list[TableEntry]) -> None:
+        """Bring the switch to the model with the fewest writes; its view is the model afterwards."""
+        client = self.sessions[name].client
+        if client is None:
+            return
+        desired = self._desired(name)
+        plan = diff(desired, actual)
+        updates = plan.updates()
+        try:
+            for i in range(0, len(updates), WRITE_CHUNK):
+                client.write(updates[i:i + WRITE_CHUNK])
+            client.modify(self.programmer.ipf_config())     # a default entry: its MODIFY sets the default action
+        except P4RuntimeError as exc:
+            self.counters["write_errors"] += 1
+            self.log("switch_error", {"switch": name, "during": "reconcile", "error": str(exc).splitlines()[0]})
+            self.states[name] = None
+            return
+        self.counters["writes"] += len(updates)
+        self.states[name] = SwitchState(desired)
+        self.log("reconciled", {"switch": name, "inserted": len(plan.inserts), "modified": len(plan.modifies),
+                                "deleted": len(plan.deletes), "entries": len(desired)})
+
+    # ------------------------------------------------------------------ effects
+
+    def _apply(self, effects: list[Effect]) -> None:
+        batch: list[SetRoute] = []
+        for e in effects:
+            if isinstance(e, SetRoute):
+                if batch and batch[0].switch != e.switch:
+                    self._write_routes(batch)
+                    batch = []
+                batch.append(e)
+                continue
+            if batch:
+                self._write_routes(batch)
+                batch = []
+            if isinstance(e, Completed):
+                self.log("handoff_active", {"mh": e.mh,
+                                            "duration_ms": round((time.monotonic() - e.started) * 1000, 3)})
+            else:
+                self._send(e)
+        if batch:
+            self._write_routes(batch)
+        self._fence_releases()
+
+    def _fence_releases(self) -> None:
+        """Journal the releases above once every switch they went to has read them (release_fence.py):
+        a telemetry probe sent after them to a port no status round probes is the fence."""
+        pool = self.mobility.pool
+        records, switches, self._released_to = pool.take_releases(), self._released_to, set()
+        if pool.spool is None or not records:
+            return
+        probes = set()
+        for name in switches:
+            client, sw = self.sessions[name].client, self.net.switch(name)
+            port = next((p.number for p in sw.ports if p.role != PORT_ACCESS), None) if sw else None
+            if client is None or port is None:
+                continue
+            try:
+                client.packet_out(_PROBE_FRAME, egress_port=port, mark_priority=0, lookup=0, telemetry=1)
+                probes.add((name, port))
+            except P4RuntimeError:
+                pass                    # gone: what went to it is lost with it, the fence does not wait
+        self.fences.open(records, probes, time.monotonic())
+        self._settle_fences()
+
+    def _settle_fences(self) -> None:
+        records, expired = self.fences.settle(time.monotonic())
+        for fence in expired:
+            self.log("release_fence_expired", {"switches": sorted(s for s, _ in fence.waiting),
+                                               "releases": len(fence.records)})
+        if records:
+            self.mobility.pool.journal_releases(records, settled=not self.fences)
+
+    def _write_routes(self, batch: list[SetRoute]) -> None:
+        name = batch[0].switch
+        state, client = self.states[name], self.sessions[name].client
+        if state is None or client is None:
+            self.counters["dropped_effects"] += len(batch)      # the switch gets the model when it is back
+            return
+        updates = []
+        for e in batch:
+            probe = self.programmer.route_key(e.addr)
+            entry = None if e.action is None else self.programmer.route_entry(name, e.addr, e.action)
+            update = state.update_for(entry, probe)
+            if update is not None:
+                updates.append(update)
+        if not updates:
+            return
+        try:
+            client.write(updates)
+        except P4RuntimeError as exc:
+            self.counters["write_errors"] += 1
+            self.log("switch_error", {"switch": name, "during": "route write", "error": str(exc).splitlines()[0]})
+            self.states[name] = None        # unknown now: reconciled in full when it comes back
+            return
+        state.applied(updates)
+        self.counters["writes"] += len(updates)
+
+    def _send(self, effect: PacketEffect) -> None:
+        out = self.transmitter.packet_out(effect, self._serving)
+        client = self.sessions[out.switch].client
+        if client is None or not self._serving(out.switch):
+            self.counters["dropped_effects"] += 1
+            return
+        try:
+            client.packet_out(out.frame, **out.metadata())
+        except P4RuntimeError as exc:
+            self.counters["dropped_effects"] += 1
+            self.log("switch_error", {"switch": out.switch, "during": "packet-out", "error": str(exc).splitlines()[0]})
+            return
+        self.counters["packet_out"] += 1
+        if isinstance(effect, Release):
+            self._released_to.add(out.switch)
+
+    def _serving(self, switch: str) -> bool:
+        """Connected, and its entries are the model's (not waiting for a reconcile)."""
+        return self.sessions[switch].client is not None and self.states[switch] is not None
+
+    # ------------------------------------------------------------------ packet-ins
+
+    def _on_packet_in(self, ev: PacketInEvent) -> None:
+        if ev.client is not self.sessions[ev.switch].client:
+            return                                  # from a session already replaced
+        self.counters["packet_in"] += 1
+        # timers count from handling, not arrival: an event that queued behind others must not find its
+        # marker deadlines already past (a stale `now` once timed the gateway's marker out at once)
+        out = dispatch(self.mobility, self.log, ev.switch, ev.packet.metadata, ev.packet.payload,
+                       time.monotonic(), ev.at)
+        if out.kind == "registration":
+            self.counters["registrations"] += 1
+        elif out.kind == "telemetry":
+            self._on_telemetry(ev.switch, ev.packet.payload)
+        elif out.kind == "ignored":
+            self.counters["other_punts"] += 1
+        self._apply(out.effects)
+
+    # ------------------------------------------------------------------ operator requests
+
+    def _on_request(self, req: ControlRequest) -> None:
+        now = time.monotonic()
+        try:
+            if req.cmd == "status":
+                self._start_status(req)
+                return
+            if req.cmd == "entries":
+                self._entries(req)
+                return
+            if req.cmd == "handoff":
+                self._apply(self.mobility.move(req.args["mh"], req.args["to"], now, req.args.get("port")))
+            elif req.cmd == "detach":
+                self._apply(self.mobility.detach(req.args["mh"], now))
+            else:
+                self.log("control_rejected", {"reason": f"unknown command {req.cmd!r}"})
+                req.respond({"ok": False, "error": f"unknown command {req.cmd!r}", "kind": "bad-request"})
+                return
+        except MobilityError as exc:
+            self.log("request_refused", {"cmd": req.cmd, "reason": str(exc)})
+            req.respond({"ok": False, "error": str(exc), "kind": "refused"})
+            return
+        st = self.mobility.state(req.args["mh"])
+        req.respond({"ok": True, "mh": st.host.name, "phase": st.phase.value, "bs": st.bs})
+
+    def _entries(self, req: ControlRequest) -> None:
+        """What a switch holds, read back from it (not the model): for operators and restart checks."""
+        name = req.args["switch"]
+        if name not in self.sessions:
+            raise MobilityError(f"unknown switch {name!r}")
+        client = self.sessions[name].client
+        if client is None:
+            raise MobilityError(f"switch {name} is not connected")
+        try:
+            entries = client.read_table()
+        except P4RuntimeError as exc:
+            req.respond({"ok": False, "error": str(exc).splitlines()[0], "kind": "switch-error"})
+            return
+        rows = sorted(json.dumps([e.table, sorted(e.match.items()), e.priority, e.action, sorted(e.params.items())])
+                      for e in entries)
+        req.respond({"ok": True, "switch": name, "entries": [json.loads(r) for r in rows]})
+
+    def _start_status(self, req: ControlRequest) -> None:
+        """Answer from the model at once; switch counters are read by the counter reader's thread and
+        telemetry probes answered by packet-ins, so the handoff events behind this request never wait."""
+        body: dict[str, Any] = {"ok": True, "switches": [], "mobile_hosts": self.mobility.status(),
+                                "buffer_total": self.mobility.pool.total,
+                                "buffer_limit": self.net.buffer.total_packets,
+                                "counters": dict(self.counters, unknown_punts=self.mobility.unknown_punts),
+                                "ports": []}
+        self._status_rounds += 1
+        pending = _PendingStatus(req, time.monotonic() + STATUS_TIMEOUT, body, self._status_rounds)
+        for sw in self.net.switches:
+            s, state = self.sessions[sw.name], self.states[sw.name]
+            body["switches"].append({"name": sw.name, "role": sw.role, "grpc": sw.grpc, "state": s.state,
+                                     "connects": s.connects, "pipeline_pushes": s.pipeline_pushes,
+                                     "last_error": s.last_error,
+                                     "entries": None if state is None else len(state.entries())})
+            if s.client is None or state is None or not req.args.get("counters", True):
+                continue
+            access = [p.number for p in sw.ports if p.role == PORT_ACCESS]
+            body["switches"][-1]["sanitised"] = {}
+            assert self.counter_reader is not None
+            self.counter_reader.submit(CounterJob(pending.round_id, sw.name, s.client, access,
+                                                  [p.number for p in sw.ports], CLASSES, AQM_CLASS_STRIDE))
+            pending.reading.add(sw.name)
+            for p in access:
+                body["ports"].append({"switch": sw.name, "port": p, "counters": {}})
+                try:
+                    s.client.packet_out(_PROBE_FRAME, egress_port=p, mark_priority=0, lookup=0, telemetry=1)
+                    pending.waiting.add((sw.name, p))
+                except P4RuntimeError:
+                    pass
+        self._pending_status[pending.round_id] = pending
+
+    def _on_counters(self, ev: CountersRead) -> None:
+        st = self._pending_status.get(ev.round_id)
+        if st is None:
+            return                               # a round already answered (timed out)
+        st.reading.discard(ev.switch)
+        if ev.error is not None:
+            self.log("switch_error", {"switch": ev.switch, "during": "counter read", "error": ev.error})
+            return
+        for entry in st.body["ports"]:
+            if entry["switch"] == ev.switch and entry["port"] in ev.ports:
+                entry["counters"] = ev.ports[entry["port"]]
+                entry["counters_read_at"] = ev.read_at
+        for sw in st.body["switches"]:
+            if sw["name"] == ev.switch:
+                sw["sanitised"] = ev.sanitised
+
+    def _on_telemetry(self, switch: str, payload: bytes) -> None:
+        """A probe's answer goes to the oldest round still waiting for that port (each round sent one)."""
+        if len(payload) < TELEMETRY.size:
+            self.log("packet_in_ignored", {"switch": switch, "reason": f"telemetry answer of {len(payload)} bytes, "
+                                                                       f"need {TELEMETRY.size}"})
+            return
+        t = TELEMETRY.unpack(payload)
+        port = t.port
+        if self.fences.answer(switch, port):
+            self._settle_fences()
+            return
+        st = next((r for _, r in sorted(self._pending_status.items()) if (switch, port) in r.waiting), None)
+        if st is None:
+            self.log("packet_in_ignored", {"switch": switch, "port": port,
+                                           "reason": "telemetry answer no status round is waiting for"})
+            return
+        st.waiting.discard((switch, port))
+        for entry in st.body["ports"]:
+            if entry["switch"] == switch and entry["port"] == port:
+                entry["aqm"] = {"mode": AQM_MODE_NAMES.get(t.aqm_mode, str(t.aqm_mode)), "occupancy": {
+                    "np": t.occ_np, "prio": t.occ_prio, "dummy": t.occ_dummy},
+                    "avg_packets": round(t.avg / (1 << AVG_FRAC_BITS), 3), "red_count": t.red_count - 1}
+
+    def _finish_status(self, round_id: int) -> None:
+        st = self._pending_status.pop(round_id)
+        st.body["telemetry_missing"] = sorted(f"{s}:{p}" for s, p in st.waiting)
+        st.body["counters_missing"] = sorted(st.reading)
+        st.request.respond(st.body)
+
+
+# a minimal Ethernet frame for telemetry probes (the switch only reads the packet_out header)
+_PROBE_FRAME = bytes(6) + bytes.fromhex("020000000000") + b"\x88\xb5" + bytes(46)

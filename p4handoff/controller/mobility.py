@@ -1,0 +1,773 @@
+"""IPF's handoff, per MH: registrations, detaches and punted packets in, ordered effects out.
+
+This is the controller half of IPF (the paper's buffering at the old BS,
+flush to the new one and priority marking; README, "Paper mechanisms"): it
+decides when to buffer, when to flush and along which path. `buffer.py` holds
+the IPF buffer, `transmit.py` sends the flush priority-marked.
+
+Sans-IO: every input carries the current time and returns the effects
+(`p4handoff.controller.intents`) to apply in order; timers are polled through
+`next_deadline()` / `on_time(now)`. Nothing here knows P4 names or sockets.
+
+Ordering (docs/controller.md, "Ordering"): while a handoff runs, every packet
+for the MH that reaches a *diverting* switch (the old BS, the gateway) is
+punted into one FIFO and released from there, priority-marked, along one
+path (old BS → new BS tunnel). The gateway's packets are held until a drain
+marker sent along the gateway → old BS link comes back punted by the old BS:
+then every packet the gateway sent that way before diverting is already in
+the FIFO, ahead of them. When the FIFO is empty and no marker is out, a last
+marker follows the releases and comes back once they have passed the new
+BS's ingress (packet-outs travel asynchronously, route writes do not); only
+then are the diverting switches switched to their final routes (gateway →
+new BS, old BS → priority tunnel to the new BS for the hold time).
+"""
+from __future__ import annotations
+
+import enum
+import heapq
+import itertools
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from p4handoff.controller.buffer import BufferPool
+from p4handoff.controller.spool import Record, Spool
+from p4handoff.controller.intents import (Completed, Deliver, Effect, Forward, Notify, Punt, Release, Reply, RouteAction,
+                                SendToward, SetRoute, Tunnel)
+from p4handoff.controller.network import PORT_ACCESS, MobileHost, Network
+from p4handoff.controller.packets import PacketError, marker_nonce, marker_packet, parse_ipv4
+from p4handoff.controller.registration import LIFETIME_INFINITE, RegistrationReply, RegistrationRequest, ReplyCode
+from p4handoff.notify import Event, Notification
+
+LogFn = Callable[[str, dict[str, Any]], None]
+MAX_DRAIN_ROUNDS = 2     # the first overlaps the gateway marker; a second covers what was released meanwhile
+
+
+class MobilityError(ValueError):
+    """An operator request that cannot be carried out (unknown MH or BS, MH never attached, ...)."""
+
+
+class Phase(enum.Enum):
+    UNKNOWN = "unknown"                  # never registered: no routes
+    ATTACHED = "attached"                # delivered at its BS (attached-new while old BSs still hold)
+    DETACHED = "detached-buffering"      # left its BS: packets diverted into its buffer
+    HANDING_OFF = "handing-off"          # attached at the new BS, buffer flushing, markers outstanding
+
+
+@dataclass
+class Probe:
+    """DSBP's second path: the MH's address in a neighbouring cell, delivered there."""
+
+    bs: str
+    addr: str
+    port: int
+    mac: str
+    expiry: float | None
+
+
+@dataclass
+class MhState:
+    host: MobileHost
+    phase: Phase = Phase.UNKNOWN
+    bs: str | None = None            # serving BS (attached) or the BS being handed off to
+    port: int | None = None
+    mac: str | None = None
+    anchor: str | None = None        # BS it was last attached to: releases are injected there
+    left_cell: int = 0               # cell it left (notification's old_cell)
+    release_src: str | None = None   # where releases are injected: anchor (tunnel) or bs (direct)
+    release_tunnel: bool = False     # releases go release_src → bs by tunnel (else packet-out at bs)
+    diverts: set[str] = field(default_factory=set)
+    gw_marker: tuple[int, float] | None = None          # (nonce, deadline)
+    path_markers: dict[int, tuple[float, str]] = field(default_factory=dict)   # nonce -> (deadline, bs)
+    drain_marker: tuple[int, float] | None = None       # behind the releases of this handoff
+    drain_rounds: int = 0            # drain markers sent in this handoff (at most MAX_DRAIN_ROUNDS)
+    since_drain: int = 0             # packets released since the last drain marker was sent
+    holds: dict[str, float] = field(default_factory=dict)   # old BS -> time its tunnel is removed
+    started: float | None = None     # registration time of the running handoff
+    flush_deadline: float | None = None
+    binding_expiry: float | None = None
+    last_ident: int = -1
+    probe: Probe | None = None
+    late: int = 0                    # packets punted after their switch stopped diverting
+    handoffs: int = 0
+
+
+class Mobility:
+    """All MHs' state, the routes it wants for their addresses, and their buffers."""
+
+    def __init__(self, net: Network, log: LogFn | None = None, seed: int | None = None,
+                 spool: Spool | None = None) -> None:
+        self.net = net
+        self.gw = net.gateway.name
+        self.log: LogFn = log or (lambda event, fields: None)
+        self.pool = BufferPool(net.buffer.total_packets, spool)
+        self._resume: list[tuple[str, str | None]] = []    # (MH, gateway marker via) to flush after recovery
+        self.mhs: dict[str, MhState] = {}
+        self._by_addr: dict[str, MhState] = {}
+        for host in net.mobile_hosts:
+            st = MhState(host, mac=host.mac)
+            self.mhs[host.name] = st
+            self._by_addr[host.address] = st
+            self.pool.add_mh(host.name, host.buffer_packets)
+        self._routes: dict[str, dict[str, RouteAction]] = {s.name: {} for s in net.switches}
+        self._seq = itertools.count(1)
+        rng = random.Random(seed)
+        self._nonces = itertools.count(rng.getrandbits(63))
+        self._timers: list[tuple[float, str]] = []
+        self._marker_owner: dict[int, str] = {}      # outstanding marker nonce -> MH name
+        self.unknown_punts = 0
+        c = net.controller
+        self.hold_s = c.hold_time_ms / 1000
+        self.marker_s = c.marker_timeout_ms / 1000
+        self.flush_s = c.flush_timeout_ms / 1000
+
+    # ------------------------------------------------------------------ queries
+
+    def routes(self) -> dict[str, dict[str, RouteAction]]:
+        """The host routes the mobility logic wants on each switch (mobile and probe addresses)."""
+        return {sw: dict(r) for sw, r in self._routes.items()}
+
+    def managed_addresses(self) -> set[str]:
+        """Addresses whose routes belong to this module (reconciliation leaves the others alone)."""
+        return {a for st in self.mhs.values() for a in (st.host.address, *dict(st.host.cell_addresses).values())}
+
+    def state(self, name: str) -> MhState:
+        st = self.mhs.get(name) or self._by_addr.get(name)
+        if st is None:
+            raise MobilityError(f"unknown mobile host {name!r}")
+        return st
+
+    def status(self) -> list[dict[str, Any]]:
+        out = []
+        for st in self.mhs.values():
+            buf = self.pool[st.host.name]
+            phase = st.phase.value
+            if st.phase is Phase.ATTACHED and st.holds:
+                phase = "attached-new"
+            out.append({
+                "mh": st.host.name, "address": st.host.address, "phase": phase, "bs": st.bs,
+                "port": st.port, "holds": sorted(st.holds), "diverting": sorted(st.diverts),
+                "buffer": len(buf), "buffer_limit": buf.limit, "buffered": buf.stats.buffered,
+                "released": buf.stats.released, "dropped_overflow": buf.stats.dropped_overflow,
+                "dropped_global": buf.stats.dropped_global, "late": st.late, "handoffs": st.handoffs,
+                "probe": None if st.probe is None else {"bs": st.probe.bs, "addr": st.probe.addr},
+            })
+        return out
+
+    def next_deadline(self) -> float | None:
+        return self._timers[0][0] if self._timers else None
+
+    # ------------------------------------------------------------------ inputs
+
+    def registration(self, switch: str, port: int, src_mac: str, src_addr: str, src_port: int,
+                     req: RegistrationRequest, now: float, received: float | None = None) -> list[Effect]:
+        """A Registration Request punted by `switch` from access `port`.
+
+        `now` is when it is handled (timers count from it); `received`, when it reached the controller
+        (default `now`), is where a handoff it starts is timed from, so queueing in front of the
+        state machine shows in `handoff_start.queued_ms` and in the handoff's duration.
+        """
+        fx: list[Effect] = []
+        sw = self.net.switch(switch)
+        where = {"switch": switch, "port": port, "home": req.home_address, "care_of": req.care_of}
+        if sw is None or not sw.is_bs:
+            self.log("registration_rejected", {**where, "reason": "not a base station"})
+            return fx
+        p = sw.port(port)
+        if p is None or p.role != PORT_ACCESS:
+            self.log("registration_rejected", {**where, "reason": "not an access port"})
+            return fx
+
+        def reply(code: ReplyCode, lifetime: int, reason: str = "") -> list[Effect]:
+            if code is ReplyCode.ACCEPTED:
+                # only an accepted request moves the replay bound: a refused one with a huge
+                # identification must not lock the MH out of registering again
+                assert st is not None
+                st.last_ident = req.identification
+            else:
+                self.log("registration_rejected", {**where, "reason": reason, "code": int(code)})
+            payload = RegistrationReply(code, req.home_address, self.net.gateway.address, lifetime,
+                                        req.identification).encode()
+            fx.append(Reply(switch, port, src_mac, src_addr, src_port, code, payload))
+            return fx
+
+        st = self._by_addr.get(req.home_address)
+        if st is None:
+            return reply(ReplyCode.ADMIN_PROHIBITED, 0, "unknown mobile host")
+        if req.identification <= st.last_ident:
+            return reply(ReplyCode.IDENTIFICATION_MISMATCH, 0,
+                         f"identification {req.identification} not above {st.last_ident}")
+        if req.simultaneous:
+            return self._probe_registration(st, switch, port, src_mac, req, now, fx, reply)
+        if req.care_of != st.host.address:
+            return reply(ReplyCode.ADMIN_PROHIBITED, 0, "care-of must equal the home address (S flag clear)")
+        if req.deregistration:
+            if st.bs == switch and st.phase in (Phase.ATTACHED, Phase.HANDING_OFF):
+                fx += self._leave(st, now, "deregistration")
+            else:
+                self.log("deregistration_ignored", {"mh": st.host.name, **where, "phase": st.phase.value})
+            return reply(ReplyCode.ACCEPTED, 0)
+        if st.mac is not None and st.mac != src_mac:
+            self.log("mac_changed", {"mh": st.host.name, "old": st.mac, "new": src_mac})
+        st.binding_expiry = None if req.lifetime == LIFETIME_INFINITE else now + req.lifetime
+        self._timer(st, st.binding_expiry)
+        fx += self._attach(st, switch, port, src_mac, now, "registration", received)
+        return reply(ReplyCode.ACCEPTED, req.lifetime)
+
+    def malformed_registration(self, switch: str, port: int, src_mac: str, src_addr: str, src_port: int,
+                               reason: str) -> list[Effect]:
+        """A UDP/434 datagram from an access port that is not a valid request: answer 134, change nothing."""
+        sw = self.net.switch(switch)
+        where = {"switch": switch, "port": port, "src": src_addr, "reason": reason}
+        p = sw.port(port) if sw is not None else None
+        if p is None or p.role != PORT_ACCESS:
+            self.log("registration_rejected", where)
+            return []
+        self.log("registration_rejected", {**where, "code": int(ReplyCode.POORLY_FORMED)})
+        payload = RegistrationReply(ReplyCode.POORLY_FORMED, "0.0.0.0", self.net.gateway.address, 0, 0).encode()
+        return [Reply(switch, port, src_mac, src_addr, src_port, ReplyCode.POORLY_FORMED, payload)]
+
+    def move(self, name: str, bs: str, now: float, port: int | None = None) -> list[Effect]:
+        """Operator handoff (`ctl handoff MH --to BS`): as if the MH had registered at `bs`."""
+        st = self.state(name)
+        sw = self.net.switch(bs)
+        if sw is None or not sw.is_bs:
+            raise MobilityError(f"{bs!r} is not a base station")
+        access = [p.number for p in sw.ports if p.role == PORT_ACCESS]
+        if port is None:
+            if len(access) != 1:
+                raise MobilityError(f"{bs} has access ports {access}: say which one (--port)")
+            port = access[0]
+        elif port not in access:
+            raise MobilityError(f"port {port} of {bs} is not an access port (access ports: {access})")
+        if st.mac is None:
+            raise MobilityError(f"MAC of {st.host.name} unknown: give 'mac' in the description or let it register")
+        return self._attach(st, bs, port, st.mac, now, "command")
+
+    def detach(self, name: str, now: float) -> list[Effect]:
+        """Operator detach (`ctl detach MH`): the MH lost its link."""
+        st = self.state(name)
+        if st.phase is Phase.UNKNOWN:
+            raise MobilityError(f"{st.host.name} has never attached")
+        if st.phase is Phase.DETACHED:
+            self.log("detach_ignored", {"mh": st.host.name, "reason": "already detached"})
+            return []
+        return self._leave(st, now, "command")
+
+    def packet_in(self, switch: str, packet: bytes, now: float) -> list[Effect]:
+        """An IPv4 packet (decapsulated, no Ethernet) punted by `switch` for buffering."""
+        try:
+            ip = parse_ipv4(packet)
+        except PacketError as exc:
+            self.log("punt_malformed", {"switch": switch, "reason": str(exc)})
+            return []
+        nonce = marker_nonce(ip)
+        if nonce is not None:
+            return self._marker_back(switch, nonce, now)
+        st = self._by_addr.get(ip.dst)
+        if st is None:
+            self.unknown_punts += 1
+            self.log("punt_dropped", {"switch": switch, "dst": ip.dst, "reason": "not a mobile host's address"})
+            return []
+        if switch in st.diverts:
+            if switch == self.gw and st.gw_marker is not None:
+                segment = "pending"
+            elif any(bs == switch for _, bs in st.path_markers.values()):
+                segment = "returned"
+            else:
+                segment = "main"
+            self.pool.push(st.host.name, ip.packet, segment)
+            return self._drain(st, log=False) + self._maybe_complete(st, now)
+        if st.phase in (Phase.ATTACHED, Phase.HANDING_OFF):
+            # punted just before its switch stopped diverting: pass it on at once, on the path
+            # the flush used (FIFO behind the flushed packets)
+            st.late += 1
+            self.pool.push(st.host.name, ip.packet)
+            return self._drain(st, log=False)
+        self.pool.push(st.host.name, ip.packet)
+        return []
+
+    def on_time(self, now: float) -> list[Effect]:
+        """Run every timer due at `now`: marker and flush timeouts, hold expiry, binding lifetimes."""
+        fx: list[Effect] = []
+        due: set[str] = set()
+        while self._timers and self._timers[0][0] <= now:
+            due.add(heapq.heappop(self._timers)[1])
+        for name in sorted(due):
+            fx += self._expire(self.mhs[name], now)
+        return fx
+
+    # ------------------------------------------------------------------ recovery
+
+    def restore_buffers(self, records: list[Record]) -> None:
+        """Before `recover`: the buffers as the previous controller left them in the spool."""
+        for mh, count in self.pool.restore(records).items():
+            self.log("spool_discarded", {"mh": mh, "packets": count, "reason": "not a mobile host of this network"})
+        for name in self.mhs:
+            if len(self.pool[name]):
+                self.log("spool_restored", {"mh": name, "packets": len(self.pool[name])})
+
+    def recover(self, routes: dict[str, dict[str, RouteAction]], now: float) -> list[Effect]:
+        """Rebuild MH state from the routes read back from the switches (controller restart).
+
+        MHs that did not move are left exactly as they are (no effects); a
+        handoff interrupted by the restart is completed towards the BS that
+        delivers — after the packets restored from the spool (`restore_buffers`)
+        are flushed to it, in order (`resume_flushes`, once the switches are
+        reconciled). Restored packets of an MH detached at restart wait for its
+        registration as before; those of an MH no switch has a route for are
+        discarded (logged): nobody knows where it is.
+        """
+        fx: list[Effect] = []
+        managed = self.managed_addresses()
+        for sw, table in routes.items():
+            self._routes[sw] = {a: r for a, r in table.items() if a in managed}
+        for st in self.mhs.values():
+            home = st.host.address
+            on = {sw: t[home] for sw, t in self._routes.items() if home in t}
+            delivers = [(sw, r) for sw, r in on.items() if isinstance(r, Deliver)]
+            punts = {sw for sw, r in on.items() if isinstance(r, Punt)}
+            tunnels = [sw for sw, r in on.items() if isinstance(r, Tunnel)]
+            gw_route = on.get(self.gw)
+            if delivers:
+                chosen = next(((sw, r) for sw, r in delivers
+                               if isinstance(gw_route, Forward) and gw_route.peer == sw), delivers[0])
+                st.bs, st.port, st.mac = chosen[0], chosen[1].port, chosen[1].mac
+                for sw, _ in delivers:
+                    if sw != st.bs:
+                        self._set(fx, sw, home, None)
+                st.anchor = st.release_src = st.bs
+                st.holds = {sw: now + self.hold_s for sw in tunnels}
+                st.diverts = punts
+                if len(self.pool[st.host.name]):
+                    fx += self._prepare_resume(st, now)
+                elif punts or gw_route != Forward(st.bs):
+                    # a handoff interrupted by the restart completes towards the delivering BS
+                    st.phase, st.started = Phase.HANDING_OFF, now
+                    fx += self._complete(st, now, recovered=True)
+                else:
+                    st.phase = Phase.ATTACHED
+                    for old in sorted(st.holds):
+                        if self.net.peered(old, st.bs):
+                            self._set(fx, old, home, Tunnel(st.bs, True))
+                        else:
+                            self._set(fx, old, home, None)
+                            del st.holds[old]
+            elif punts:
+                st.phase, st.diverts = Phase.DETACHED, punts
+                st.anchor = next((sw for sw in sorted(punts) if sw != self.gw), None)
+                st.left_cell = self._cell(st.anchor)
+                st.holds = {sw: now + self.hold_s for sw in tunnels}
+            else:
+                for sw in on:
+                    self._set(fx, sw, home, None)
+                if len(self.pool[st.host.name]):
+                    self.log("spool_discarded", {"mh": st.host.name, "packets": self.pool.discard(st.host.name),
+                                                 "reason": "no switch holds a route for it: location unknown"})
+            for bs, addr in st.host.cell_addresses:
+                r = self._routes[bs].get(addr)
+                if isinstance(r, Deliver) and st.phase is Phase.ATTACHED and st.bs != bs:
+                    st.probe = Probe(bs, addr, r.port, r.mac, None)
+                    self._set(fx, self.gw, addr, Forward(bs))
+                else:
+                    self._set(fx, bs, addr, None)
+                    if self._routes[self.gw].get(addr) == Forward(bs):
+                        self._set(fx, self.gw, addr, None)
+            for sw in st.holds:
+                self._timer(st, st.holds[sw])
+            self.log("recovered", {"mh": st.host.name, "phase": st.phase.value, "bs": st.bs,
+                                   "diverting": sorted(st.diverts), "holds": sorted(st.holds)})
+        return fx
+
+    def _prepare_resume(self, st: MhState, now: float) -> list[Effect]:
+        """Recovered mid-handoff with spooled packets: the handoff stays open until they are flushed, along
+        the tunnel from the BS it left if there is one, and the gateway diverts so nothing overtakes them."""
+        fx: list[Effect] = []
+        name, home = st.host.name, st.host.address
+        assert st.bs is not None
+        old = next((sw for sw in sorted(st.diverts) if sw not in (self.gw, st.bs)), None)
+        anchor = old if old is not None and self.net.peered(old, st.bs) else None
+        st.phase, st.started = Phase.HANDING_OFF, now
+        st.anchor, st.left_cell = anchor or st.bs, self._cell(old)
+        st.release_tunnel, st.release_src = anchor is not None, anchor or st.bs
+        st.flush_deadline = now + self.flush_s
+        self._timer(st, st.flush_deadline)
+        self.pool.promote_returned(name)         # the path markers they waited for died with the old process
+        via = None
+        if self.gw in st.diverts and old is not None:
+            via = old         # a fresh gateway marker through the BS it left holds the gateway's punts, as before
+        else:
+            self.pool.promote_pending(name)
+            if self.gw not in st.diverts:
+                self._set(fx, self.gw, home, Punt())
+                st.diverts.add(self.gw)
+        self._resume.append((name, via))
+        return fx
+
+    def resume_flushes(self, now: float) -> list[Effect]:
+        """After recovery and reconciliation: release the restored packets of interrupted handoffs."""
+        fx: list[Effect] = []
+        for name, via in self._resume:
+            st = self.mhs[name]
+            if st.phase is not Phase.HANDING_OFF:
+                continue
+            self.log("handoff_resumed", {"mh": name, "to": st.bs, "buffer": len(self.pool[name]),
+                                         "release": "tunnel" if st.release_tunnel else "direct"})
+            if via is not None:
+                nonce = self._marker(st, now)
+                st.gw_marker = (nonce, now + self.marker_s)
+                fx.append(SendToward(self.gw, via, marker_packet(self.net.controller.address, st.host.address, nonce)))
+                self.log("marker_sent", {"mh": name, "kind": "gateway", "via": via})
+            fx += self._drain(st)
+            if st.since_drain:
+                fx += self._drain_marker(st, now)
+            fx += self._maybe_complete(st, now)
+        self._resume = []
+        return fx
+
+    # ------------------------------------------------------------------ transitions
+
+    def _attach(self, st: MhState, bs: str, port: int, mac: str, now: float, cause: str,
+                received: float | None = None) -> list[Effect]:
+        fx: list[Effect] = []
+        name = st.host.name
+        if st.phase is Phase.UNKNOWN:
+            st.phase, st.bs, st.port, st.mac, st.anchor = Phase.ATTACHED, bs, port, mac, bs
+            st.release_src, st.release_tunnel = bs, False
+            self._set(fx, bs, st.host.address, Deliver(port, mac))
+            self._set(fx, self.gw, st.host.address, Forward(bs))
+            self.log("attached", {"mh": name, "bs": bs, "port": port, "cause": cause})
+            return fx
+        if st.phase in (Phase.ATTACHED, Phase.HANDING_OFF) and st.bs == bs:
+            if (st.port, st.mac) != (port, mac):
+                st.port, st.mac = port, mac
+                if bs not in st.diverts:
+                    self._set(fx, bs, st.host.address, Deliver(port, mac))
+            self.log("registration_refreshed", {"mh": name, "bs": bs, "port": port, "cause": cause})
+            return fx
+        if st.phase in (Phase.ATTACHED, Phase.HANDING_OFF):
+            # make-before-break, or the MH moved on before its handoff completed (ping-pong)
+            fx += self._leave(st, now, cause, notify=False)
+        return fx + self._start_handoff(st, bs, port, mac, now, cause, received)
+
+    def _leave(self, st: MhState, now: float, cause: str, notify: bool = True) -> list[Effect]:
+        """The MH left `st.bs`: that BS diverts its packets to the buffer from now on."""
+        fx: list[Effect] = []
+        src, left, port, mac = self._release_path(st)
+        home = st.host.address
+        if st.phase is Phase.ATTACHED:
+            st.anchor = left
+            st.left_cell = self._cell(left)
+            self._set(fx, left, home, Punt())
+            st.diverts.add(left)
+        elif left not in st.diverts:
+            # left the BS it was being handed to: releases still on their way there come back punted
+            self._set(fx, left, home, Punt())
+            st.diverts.add(left)
+            if st.release_tunnel:
+                nonce = self._marker(st, now)
+                st.path_markers[nonce] = (now + self.marker_s, left)
+                fx.append(Release(st.host.name, marker_packet(self.net.controller.address, home, nonce),
+                                  src, left, port, mac, True))
+        if st.drain_marker is not None:          # it followed releases to the BS just left
+            self._marker_owner.pop(st.drain_marker[0], None)
+        st.drain_marker, st.drain_rounds, st.since_drain = None, 0, 0
+        st.phase, st.bs, st.port = Phase.DETACHED, None, None
+        self.log("detached", {"mh": st.host.name, "bs": left, "cause": cause,
+                              "diverting": sorted(st.diverts), "buffer": len(self.pool[st.host.name])})
+        if notify:
+            fx += self._notify(st, Event.DETACH, home, st.left_cell, 0, mh_at=(left, port))
+        return fx
+
+    def _start_handoff(self, st: MhState, bs: str, port: int, mac: str, now: float, cause: str,
+                       received: float | None = None) -> list[Effect]:
+        fx: list[Effect] = []
+        home = st.host.address
+        st.phase, st.bs, st.port, st.mac = Phase.HANDING_OFF, bs, port, mac
+        st.started = now if received is None else min(received, now)
+        st.flush_deadline = now + self.flush_s
+        st.drain_marker, st.drain_rounds, st.since_drain = None, 0, 0
+        self._timer(st, st.flush_deadline)
+        # one release path per handoff keeps the FIFO order; never tunnel into a BS that diverts
+        st.release_tunnel = (st.anchor is not None and st.anchor != bs and bs not in st.diverts
+                             and self.net.peered(st.anchor, bs))
+        st.release_src = st.anchor if st.release_tunnel else bs
+        self.log("handoff_start", {"mh": st.host.name, "from": st.anchor, "to": bs, "port": port, "cause": cause,
+                                   "buffer": len(self.pool[st.host.name]),
+                                   "release": "tunnel" if st.release_tunnel else "direct",
+                                   "queued_ms": round((now - st.started) * 1000, 3)})
+        # the gateway first: its marker's round trip is the longest step, so it starts first
+        if self.gw not in st.diverts:
+            prev = self._routes[self.gw].get(home)
+            self._set(fx, self.gw, home, Punt())
+            st.diverts.add(self.gw)
+            self.log("gateway_diverted", {"mh": st.host.name, "was": getattr(prev, "peer", None)})
+            if isinstance(prev, Forward) and prev.peer in st.diverts:
+                nonce = self._marker(st, now)
+                st.gw_marker = (nonce, now + self.marker_s)
+                fx.append(SendToward(self.gw, prev.peer, marker_packet(self.net.controller.address, home, nonce)))
+                self.log("marker_sent", {"mh": st.host.name, "kind": "gateway", "via": prev.peer})
+        if bs not in st.diverts:                   # before any release reaches it
+            self._set(fx, bs, home, Deliver(port, mac))
+            st.holds.pop(bs, None)
+            self.log("delivery_installed", {"mh": st.host.name, "bs": bs, "port": port})
+        fx += self._drain(st)
+        if st.since_drain:
+            fx += self._drain_marker(st, now)      # overlaps with the gateway marker's round trip
+        return fx + self._maybe_complete(st, now)
+
+    def _drain(self, st: MhState, log: bool = True) -> list[Effect]:
+        """Release every ready packet towards the BS the MH is at (nothing while detached).
+
+        Batches are logged; single packets passed on as they arrive (`log=False`)
+        are only counted (buffer stats) so a stream does not flood the log.
+        """
+        if st.phase is Phase.DETACHED or st.phase is Phase.UNKNOWN:
+            return []
+        fx: list[Effect] = []
+        name = st.host.name
+        src, bs, port, mac = self._release_path(st)
+        while (pkt := self.pool.pop_main(name)) is not None:
+            fx.append(Release(name, pkt, src, bs, port, mac, st.release_tunnel))
+        st.since_drain += len(fx)
+        if fx and log:
+            self.log("flush", {"mh": name, "packets": len(fx), "from": src, "to": bs,
+                               "path": "tunnel" if st.release_tunnel else "direct"})
+        return fx
+
+    def _maybe_complete(self, st: MhState, now: float) -> list[Effect]:
+        if st.phase is not Phase.HANDING_OFF or st.gw_marker is not None or st.path_markers \
+                or len(self.pool[st.host.name]) > 0 or st.drain_marker is not None:
+            return []
+        if st.since_drain and st.drain_rounds < MAX_DRAIN_ROUNDS:
+            return self._drain_marker(st, now)
+        return self._complete(st, now)
+
+    def _drain_marker(self, st: MhState, now: float) -> list[Effect]:
+        """A marker behind the releases so far: back once they are all queued at the new BS.
+
+        Releases travel asynchronously (stream, CPU port, link) while route writes do not, so
+        the final routes wait for it: what the new routes bring then queues behind the flush.
+        """
+        src, bs, port, mac = self._release_path(st)
+        nonce = self._marker(st, now)
+        st.drain_marker = (nonce, now + self.marker_s)
+        st.drain_rounds += 1
+        self.log("marker_sent", {"mh": st.host.name, "kind": "drain", "via": src, "to": bs,
+                                 "behind": st.since_drain})
+        st.since_drain = 0
+        packet = marker_packet(self.net.controller.address, self.net.controller.address, nonce)
+        if st.release_tunnel:
+            return [Release(st.host.name, packet, src, bs, port, mac, True)]
+        # direct releases left through the new BS's own ingress: the marker follows them there
+        # and goes up to the gateway, which punts it
+        return [SendToward(bs, self.gw, packet)]
+
+    @staticmethod
+    def _release_path(st: MhState) -> tuple[str, str, int, str]:
+        """(release source, serving BS, access port, MAC) of an MH attached or handing off.
+
+        An invariant, not input: `_attach`, `_start_handoff` and `recover` set all four together when
+        they enter those phases, and `_leave` clears the BS and port only as it leaves them.
+        """
+        assert st.phase in (Phase.ATTACHED, Phase.HANDING_OFF), st.phase
+        assert st.release_src is not None and st.bs is not None and st.port is not None and st.mac is not None, st
+        return st.release_src, st.bs, st.port, st.mac
+
+    def _complete(self, st: MhState, now: float, forced: bool = False, recovered: bool = False) -> list[Effect]:
+        """Final routes: new BS delivering, gateway → new BS (the path is active: HANDOFF goes out),
+        then the old BSs tunnel to it priority-marked for the hold time."""
+        fx: list[Effect] = []
+        new, home, name = st.bs, st.host.address, st.host.name
+        assert new is not None and st.port is not None and st.mac is not None
+        # the new BS before the gateway: once the gateway sends there, it delivers
+        if new in st.diverts:
+            self._set(fx, new, home, Deliver(st.port, st.mac))
+        self._set(fx, self.gw, home, Forward(new))
+        old_cell = st.left_cell
+        st.phase, st.anchor = Phase.ATTACHED, new
+        st.late += st.since_drain           # released after the last drain marker: may be overtaken
+        st.gw_marker, st.path_markers, st.drain_marker, st.since_drain = None, {}, None, 0
+        st.handoffs += 1
+        if not recovered:
+            fx += self._notify(st, Event.HANDOFF, home, old_cell, self._cell(new), mh_at=(new, st.port))
+            if st.started is not None:
+                fx.append(Completed(name, st.started))
+        # the old BSs last: the gateway's marker came back, so nothing it sent is still on its way
+        # there; whatever they punt until their tunnel is written is passed on at once (late)
+        st.diverts.discard(self.gw)
+        st.diverts.discard(new)
+        for old in sorted(st.diverts):
+            st.holds[old] = now + self.hold_s
+        st.diverts.clear()
+        st.holds.pop(new, None)
+        for old in sorted(st.holds):
+            if self.hold_s > 0 and self.net.peered(old, new):
+                self._set(fx, old, home, Tunnel(new, True))
+                self._timer(st, st.holds[old])
+            else:
+                self._set(fx, old, home, None)
+                del st.holds[old]
+        self.log("rerouted", {"mh": name, "gateway_to": new, "holds": sorted(st.holds)})
+        if st.probe is not None:
+            fx += self._probe_down(st, now, "handoff", notify=st.probe.bs != new)
+        buf = self.pool[name].stats
+        self.log("handoff_complete", {
+            "mh": name, "bs": new, "forced": forced, "recovered": recovered,
+            "duration_ms": round((now - (st.started if st.started is not None else now)) * 1000, 3),
+            "released": buf.released, "dropped_overflow": buf.dropped_overflow,
+            "dropped_global": buf.dropped_global, "late": st.late})
+        st.started = st.flush_deadline = None
+        return fx
+
+    def _marker(self, st: MhState, now: float) -> int:
+        nonce = next(self._nonces)
+        self._marker_owner[nonce] = st.host.name
+        self._timer(st, now + self.marker_s)
+        return nonce
+
+    def _marker_back(self, switch: str, nonce: int, now: float) -> list[Effect]:
+        name = self._marker_owner.pop(nonce, None)
+        if name is None:
+            self.log("marker_stale", {"via": switch, "reason": "no outstanding marker with this nonce"})
+            return []
+        st = self.mhs[name]
+        if st.drain_marker is not None and st.drain_marker[0] == nonce:
+            st.drain_marker = None
+            self.log("marker_returned", {"mh": name, "kind": "drain", "via": switch})
+        elif st.gw_marker is not None and st.gw_marker[0] == nonce:
+            st.gw_marker = None
+            self.pool.promote_pending(st.host.name)
+            self.log("marker_returned", {"mh": st.host.name, "kind": "gateway", "via": switch})
+        elif nonce in st.path_markers:
+            del st.path_markers[nonce]
+            if not st.path_markers:
+                self.pool.promote_returned(st.host.name)
+            self.log("marker_returned", {"mh": st.host.name, "kind": "path", "via": switch})
+        else:
+            self.log("marker_stale", {"mh": st.host.name, "via": switch, "reason": "marker no longer awaited"})
+            return []
+        return self._drain(st) + self._maybe_complete(st, now)
+
+    def _expire(self, st: MhState, now: float) -> list[Effect]:
+        fx: list[Effect] = []
+        name = st.host.name
+        if st.gw_marker is not None and st.gw_marker[1] <= now:
+            self._marker_owner.pop(st.gw_marker[0], None)
+            st.gw_marker = None
+            self.pool.promote_pending(name)
+            self.log("marker_timeout", {"mh": name, "kind": "gateway"})
+        if st.drain_marker is not None and st.drain_marker[1] <= now:
+            self._marker_owner.pop(st.drain_marker[0], None)
+            st.drain_marker = None
+            self.log("marker_timeout", {"mh": name, "kind": "drain"})
+        for nonce, (deadline, bs) in list(st.path_markers.items()):
+            if deadline <= now:
+                del st.path_markers[nonce]
+                self._marker_owner.pop(nonce, None)
+                self.log("marker_timeout", {"mh": name, "kind": "path", "bs": bs})
+                if not st.path_markers:
+                    self.pool.promote_returned(name)
+        fx += self._drain(st) + self._maybe_complete(st, now)
+        if st.phase is Phase.HANDING_OFF and st.flush_deadline is not None and st.flush_deadline <= now:
+            for nonce in [m[0] for m in (st.gw_marker, st.drain_marker) if m] + list(st.path_markers):
+                self._marker_owner.pop(nonce, None)
+            st.gw_marker, st.path_markers, st.drain_marker = None, {}, None
+            st.drain_rounds = MAX_DRAIN_ROUNDS
+            self.pool.promote_returned(name)
+            self.pool.promote_pending(name)
+            fx += self._drain(st) + self._complete(st, now, forced=True)
+        for old, until in list(st.holds.items()):
+            if until <= now and st.phase is Phase.ATTACHED:
+                del st.holds[old]
+                self._set(fx, old, st.host.address, None)
+                self.log("hold_expired", {"mh": name, "bs": old})
+        if st.binding_expiry is not None and st.binding_expiry <= now:
+            st.binding_expiry = None
+            if st.phase in (Phase.ATTACHED, Phase.HANDING_OFF):
+                fx += self._leave(st, now, "lifetime")
+        if st.probe is not None and st.probe.expiry is not None and st.probe.expiry <= now:
+            fx += self._probe_down(st, now, "lifetime")
+        return fx
+
+    # ------------------------------------------------------------------ DSBP probe path
+
+    def _probe_registration(self, st: MhState, bs: str, port: int, mac: str, req: RegistrationRequest,
+                            now: float, fx: list[Effect], reply: Callable[..., list[Effect]]) -> list[Effect]:
+        expected = st.host.cell_address(bs)
+        if expected is None or req.care_of != expected:
+            return reply(ReplyCode.ADMIN_PROHIBITED, 0,
+                         f"care-of {req.care_of} is not {st.host.name}'s address in the cell of {bs}")
+        if req.deregistration:
+            if st.probe is not None and st.probe.bs == bs:
+                fx += self._probe_down(st, now, "deregistration")
+            return reply(ReplyCode.ACCEPTED, 0)
+        if st.phase is not Phase.ATTACHED or st.bs == bs:
+            return reply(ReplyCode.ADMIN_PROHIBITED, 0,
+                         "a probe path needs the MH attached at another base station")
+        expiry = None if req.lifetime == LIFETIME_INFINITE else now + req.lifetime
+        self._timer(st, expiry)
+        if st.probe is not None and st.probe.bs == bs:
+            st.probe.expiry = expiry
+            if (st.probe.port, st.probe.mac) != (port, mac):
+                st.probe.port, st.probe.mac = port, mac
+                self._set(fx, bs, expected, Deliver(port, mac))
+            self.log("probe_refreshed", {"mh": st.host.name, "bs": bs, "addr": expected})
+            return reply(ReplyCode.ACCEPTED, req.lifetime)
+        if st.probe is not None:
+            fx += self._probe_down(st, now, "moved")
+        st.probe = Probe(bs, expected, port, mac, expiry)
+        self._set(fx, bs, expected, Deliver(port, mac))
+        self._set(fx, self.gw, expected, Forward(bs))
+        self.log("probe_up", {"mh": st.host.name, "bs": bs, "addr": expected})
+        fx += self._notify(st, Event.PROBE_UP, expected, self._cell(st.bs), self._cell(bs), mh_at=(st.bs, st.port))
+        return reply(ReplyCode.ACCEPTED, req.lifetime)
+
+    def _probe_down(self, st: MhState, now: float, cause: str, notify: bool = True) -> list[Effect]:
+        fx: list[Effect] = []
+        probe = st.probe
+        assert probe is not None
+        st.probe = None
+        self._set(fx, probe.bs, probe.addr, None)
+        self._set(fx, self.gw, probe.addr, None)
+        self.log("probe_down", {"mh": st.host.name, "bs": probe.bs, "addr": probe.addr, "cause": cause,
+                                "notified": notify})
+        if notify:
+            fx += self._notify(st, Event.PROBE_DOWN, probe.addr, self._cell(st.bs) if st.bs else 0,
+                               self._cell(probe.bs), mh_at=(st.bs, st.port) if st.bs else None)
+        return fx
+
+    # ------------------------------------------------------------------ helpers
+
+    def _set(self, fx: list[Effect], switch: str, addr: str, action: RouteAction | None) -> None:
+        """Record the wanted route and emit a SetRoute only if it changes."""
+        table = self._routes[switch]
+        if table.get(addr) == action:
+            return
+        if action is None:
+            del table[addr]
+        else:
+            table[addr] = action
+        fx.append(SetRoute(switch, addr, action))
+
+    def _notify(self, st: MhState, event: Event, path_addr: str, old_cell: int, new_cell: int,
+                mh_at: tuple[str | None, int | None] | None) -> list[Effect]:
+        note = Notification(event, next(self._seq) & 0xFFFFFFFF, st.host.address, path_addr, old_cell, new_cell)
+        fx: list[Effect] = []
+        for name in st.host.correspondents:
+            h = self.net.fixed(name)
+            assert h is not None
+            fx.append(Notify(note, h.name, h.address, h.switch, h.port, h.mac))
+        if mh_at is not None and mh_at[0] is not None and mh_at[1] is not None and st.mac:
+            fx.append(Notify(note, st.host.name, st.host.address, mh_at[0], mh_at[1], st.mac))
+        self.log("notified", {"mh": st.host.name, "notification": event.name, "seq": note.seq,
+                              "to": [n.host for n in fx if isinstance(n, Notify)]})
+        return fx
+
+    def _cell(self, bs: str | None) -> int:
+        sw = self.net.switch(bs) if bs else None
+        return sw.cell_id if sw is not None else 0
+
+    def _timer(self, st: MhState, when: float | None) -> None:
+        if when is not None:
+            heapq.heappush(self._timers, (when, st.host.name))

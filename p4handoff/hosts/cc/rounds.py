@@ -1,0 +1,43 @@
+"""What the delay-based schemes (cdg, chd) share: per-RTT rounds and a deterministic random stream.
+
+Both kernels measure once per round trip: Linux CDG ends a round on the first
+ACK beyond the SND.NXT recorded at its start (`after(ack, rtt_seq)`), FreeBSD's
+ERTT when the ACK of the round's marked (first-sent) segment arrives. The
+scheme interface does not pass ACK numbers, so a round is kept as a byte
+position instead: the bytes acknowledged so far plus the flight at the start
+(= SND.NXT - ISS); it ends when the acknowledged bytes pass it.
+"""
+from __future__ import annotations
+
+import random
+
+from p4handoff.hosts.cc.base import SenderControl
+
+
+class Rounds:
+    """Round-trip boundaries in acknowledged-byte positions."""
+
+    def __init__(self) -> None:
+        self.acked = 0  # bytes acknowledged so far (SND.UNA - ISS)
+        self.end = 0  # SND.NXT - ISS when the current round started
+
+    def ack(self, acked: int) -> None:
+        self.acked += acked
+
+    def start(self, ctl: SenderControl) -> None:
+        """A new round starts now: it ends with the first ACK covering a byte sent after this."""
+        self.end = self.acked + ctl.flight_size
+
+    def done(self) -> bool:
+        return self.acked > self.end
+
+
+def scheme_rng(name: str, ctl: SenderControl, seed: int) -> random.Random:
+    """The scheme's own stream, the same for the same run and connection.
+
+    `ctl.tsval(0.0)` is the connection's timestamp-clock offset, which the core
+    derives from its config seed and the 4-tuple (via the ISN): so the stream
+    changes with the run's seed and differs per connection without the scheme
+    interface exposing either. Call it once the connection is open.
+    """
+    return random.Random(f"{name}|{seed}|{ctl.local_addr}|{ctl.peer_home}|{ctl.tsval(0.0)}")

@@ -1,0 +1,358 @@
+"""Nodes of the simulated network: routers, base stations with their cells,
+fixed hosts and mobile hosts that run sans-IO endpoints.
+
+Forwarding is by destination address through a per-node table that the
+`Network` fills in (and rewrites for a mobile host's home address at each
+handoff). Hosts never forward. A cell is the radio side of a base station:
+one shared downlink queue, delivering to whichever interface currently
+owns the destination address, and one uplink per attached interface.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from p4handoff.hosts.sim.link import Link
+from p4handoff.hosts.sim.packet import DATA, PRIORITY, Packet, packet_of
+from p4handoff.hosts.sim.queues import Queue
+
+if TYPE_CHECKING:
+    from p4handoff.hosts.endpoint import Endpoint
+    from p4handoff.hosts.segment import Segment
+    from p4handoff.hosts.sim.engine import Simulator
+    from p4handoff.notify import Notification
+
+#: An endpoint asking to be woken at the current instant more often than this
+#: without the clock moving is stuck; the simulator stops with an error.
+MAX_SAME_INSTANT_WAKEUPS = 10_000
+
+
+class Node:
+    """Anything that receives packets from links; counts what it cannot forward."""
+
+    def __init__(self, sim: "Simulator", name: str) -> None:
+        self.sim = sim
+        self.name = name
+        self.routes: dict[str, Link] = {}
+        self.drops: dict[str, int] = {}
+        self.on_drop: Callable[[Packet, str], None] | None = None
+
+    def drop(self, pkt: Packet, cause: str) -> None:
+        self.drops[cause] = self.drops.get(cause, 0) + 1
+        if self.on_drop is not None:
+            self.on_drop(pkt, cause)
+
+    def receive(self, pkt: Packet, link: Link | None) -> None:
+        out = self.routes.get(pkt.dst)
+        if out is None:
+            self.drop(pkt, "no_route")
+        else:
+            out.send(pkt)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name})"
+
+
+class Router(Node):
+    """A wired forwarding node (correspondent's router, gateway)."""
+
+
+class BaseStation(Router):
+    """A router that serves cells; with `ipf`, it buffers and forwards at handoff.
+
+    IPF (docs/papers.md#ipf-mred): when a mobile host's active interface leaves this
+    BS's cell, the packets for its home address that were waiting in the
+    cell's downlink queue, those lost on the air at that moment, and those
+    arriving until the forward are kept (up to `ipf_limit`); `forward_delay`
+    after the handoff they are sent, in order and marked priority, along the
+    BS's route for that address (now toward the new BS), and so is every
+    later arrival for it until the MH comes back.
+    """
+
+    def __init__(self, sim: "Simulator", name: str, ipf: bool = False, ipf_limit: int = 64,
+                 forward_delay: float = 0.0) -> None:
+        super().__init__(sim, name)
+        if ipf_limit < 1:
+            raise ValueError(f"base station {name}: ipf_limit must be at least 1, got {ipf_limit}")
+        if forward_delay < 0:
+            raise ValueError(f"base station {name}: forward_delay must not be negative, got {forward_delay}")
+        self.ipf = ipf
+        self.ipf_limit = ipf_limit
+        self.forward_delay = forward_delay
+        self.cells: list[Cell] = []
+        self._buffers: dict[str, list[Packet]] = {}
+        self._air_slot: dict[str, int] = {}
+        self._forwarding: set[str] = set()
+        self.forwarded = 0
+
+    def receive(self, pkt: Packet, link: Link | None) -> None:
+        if self.ipf:
+            buf = self._buffers.get(pkt.dst)
+            if buf is not None:
+                self._keep(pkt, buf, len(buf))
+                return
+            if pkt.dst in self._forwarding and pkt.klass == DATA:
+                pkt.klass = PRIORITY
+                self.forwarded += 1
+        out = self.routes.get(pkt.dst)
+        if out is None:
+            self.drop(pkt, "no_route")
+        else:
+            out.send(pkt)
+
+    def _keep(self, pkt: Packet, buf: list[Packet], at: int) -> bool:
+        if len(buf) >= self.ipf_limit:
+            self.drop(pkt, "ipf_overflow")
+            return False
+        buf.insert(at, pkt)
+        return True
+
+    def mh_left(self, home: str, cell: "Cell") -> None:
+        """The MH's active interface left `cell`: start buffering (IPF) its packets."""
+        if not self.ipf:
+            return
+        self._forwarding.discard(home)
+        buf = self._buffers.setdefault(home, [])
+        for pkt in cell.downlink.queue.take(home, self.sim.now):
+            self._keep(pkt, buf, len(buf))
+        self._air_slot[home] = 0
+
+    def rescue(self, pkt: Packet) -> bool:
+        """A packet for a departed MH failed on the air: keep it if IPF is buffering."""
+        buf = self._buffers.get(pkt.dst)
+        if buf is None:
+            return False
+        slot = self._air_slot[pkt.dst]
+        if self._keep(pkt, buf, slot):
+            self._air_slot[pkt.dst] = slot + 1
+        return True
+
+    def mh_arrived(self, home: str, here: bool) -> None:
+        """The MH handed off (to one of this BS's cells if `here`): schedule the forward."""
+        if not self.ipf:
+            return
+        if here:
+            self._forwarding.discard(home)
+        if home in self._buffers:
+            self.sim.after(self.forward_delay, self._flush, home)
+
+    def _flush(self, home: str) -> None:
+        buf = self._buffers.pop(home, None)
+        self._air_slot.pop(home, None)
+        if buf is None:
+            return
+        out = self.routes.get(home)
+        away = not any(out is cell.downlink for cell in self.cells)
+        if away:
+            self._forwarding.add(home)
+        for pkt in buf:
+            if out is None:
+                self.drop(pkt, "no_route")
+                continue
+            if away and pkt.klass == DATA:
+                pkt.klass = PRIORITY
+                self.forwarded += 1
+            out.send(pkt)
+
+
+class Cell:
+    """The radio side of a base station: a shared downlink and per-interface uplinks."""
+
+    def __init__(self, sim: "Simulator", name: str, cell_id: int, bs: BaseStation, rate_bps: float,
+                 delay: float, loss: float, queue: Queue, up_rate_bps: float, up_loss: float,
+                 up_queue_limit: int) -> None:
+        self.sim = sim
+        self.name = name
+        self.id = cell_id
+        self.bs = bs
+        self.rate_bps = rate_bps
+        self.delay = delay
+        self.up_rate_bps = up_rate_bps
+        self.up_loss = up_loss
+        self.up_queue_limit = up_queue_limit
+        self.downlink = Link(sim, f"{name}/down", rate_bps, delay, self, loss, queue)
+        self.members: dict[str, Interface] = {}
+        bs.cells.append(self)
+
+    def receive(self, pkt: Packet, link: Link | None) -> None:
+        """End of the downlink: hand the packet to the interface that owns its address."""
+        iface = self.members.get(pkt.dst)
+        if iface is None or iface.attached_at > pkt.sent_at:
+            if not self.bs.rescue(pkt):
+                self.downlink.drop(pkt, "no_receiver")
+            return
+        iface.host.receive(pkt, self.downlink)
+
+    def __repr__(self) -> str:
+        return f"Cell({self.name}, {self.rate_bps} b/s, {self.delay} s)"
+
+
+class Interface:
+    """One radio of a mobile host: its own care-of address, attached to at most one cell."""
+
+    def __init__(self, host: "MobileHost", name: str, coa: str) -> None:
+        self.host = host
+        self.name = name
+        self.coa = coa
+        self.cell: Cell | None = None
+        self.attached_at = 0.0
+        self.uplinks: dict[str, Link] = {}
+
+    @property
+    def uplink(self) -> Link | None:
+        return self.uplinks[self.cell.name] if self.cell is not None else None
+
+    def attach(self, cell: Cell) -> Link:
+        """Join `cell`; return this interface's uplink in it (made on first visit)."""
+        sim = self.host.sim
+        if self.cell is not None:
+            raise ValueError(f"t={sim.now}: {self.host.name}.{self.name} is already attached to {self.cell.name}")
+        self.cell = cell
+        self.attached_at = sim.now
+        cell.members[self.coa] = self
+        link = self.uplinks.get(cell.name)
+        if link is None:
+            link = Link(sim, f"{cell.name}/up/{self.host.name}.{self.name}", cell.up_rate_bps, cell.delay,
+                        cell.bs, cell.up_loss, Queue(cell.up_queue_limit))
+            self.uplinks[cell.name] = link
+        link.set_up()
+        return link
+
+    def detach(self) -> Cell:
+        cell = self.cell
+        if cell is None:
+            raise ValueError(f"t={self.host.sim.now}: {self.host.name}.{self.name} is not attached")
+        for addr in [a for a, i in cell.members.items() if i is self]:
+            del cell.members[addr]
+        self.uplinks[cell.name].set_down()
+        self.cell = None
+        return cell
+
+
+class Slot:
+    """An endpoint bound on a host, with its wake-up bookkeeping and taps."""
+
+    __slots__ = ("ep", "local_port", "remote_port", "wake_at", "token", "same_instant",
+                 "on_send", "on_receive")
+
+    def __init__(self, ep: "Endpoint", local_port: int, remote_port: int | None) -> None:
+        self.ep = ep
+        self.local_port = local_port
+        self.remote_port = remote_port
+        self.wake_at: float | None = None
+        self.token = 0
+        self.same_instant = 0
+        self.on_send: list[Callable[["Segment", float], None]] = []
+        self.on_receive: list[Callable[["Segment", float], None]] = []
+
+
+class Host(Node):
+    """An end system on one wired link; runs endpoints, demultiplexed by port pair."""
+
+    def __init__(self, sim: "Simulator", name: str, addr: str) -> None:
+        super().__init__(sim, name)
+        self.addr = addr
+        self.link: Link | None = None
+        self._slots: dict[tuple[int, int | None], Slot] = {}
+
+    def addresses(self) -> list[str]:
+        return [self.addr]
+
+    def bind(self, ep: "Endpoint", local_port: int, remote_port: int | None = None) -> Slot:
+        """Deliver segments for `local_port` (from `remote_port`, or any) to `ep`."""
+        key = (local_port, remote_port)
+        if key in self._slots:
+            raise ValueError(f"{self.name}: port {local_port} (peer port {remote_port}) is already bound")
+        slot = self._slots[key] = Slot(ep, local_port, remote_port)
+        return slot
+
+    def receive(self, pkt: Packet, link: Link | None) -> None:
+        seg = pkt.seg
+        slot = self._slots.get((seg.dport, seg.sport)) or self._slots.get((seg.dport, None))
+        if slot is None:
+            self.drop(pkt, "no_endpoint")
+            return
+        now = self.sim.now
+        for tap in slot.on_receive:
+            tap(seg, now)
+        slot.ep.handle(seg, now)
+        self.service(slot)
+
+    def service(self, slot: Slot) -> None:
+        """Poll the endpoint, send what it returns, and book its next wake-up."""
+        now = self.sim.now
+        ep = slot.ep
+        for seg in ep.poll(now):
+            for tap in slot.on_send:
+                tap(seg, now)
+            self.output(packet_of(seg))
+        wake = ep.next_wakeup()
+        if wake is None:
+            if slot.wake_at is not None:
+                slot.wake_at = None
+                slot.token += 1
+            return
+        if wake <= now:
+            wake = now
+            slot.same_instant += 1
+            if slot.same_instant > MAX_SAME_INSTANT_WAKEUPS:
+                raise RuntimeError(f"{self.name}: endpoint on port {slot.local_port} keeps asking to be "
+                                   f"woken at t={now} without progress")
+        else:
+            slot.same_instant = 0
+        if wake != slot.wake_at:
+            slot.wake_at = wake
+            slot.token += 1
+            self.sim.at(wake, self._wake, slot, slot.token)
+
+    def _wake(self, slot: Slot, token: int) -> None:
+        if token == slot.token:
+            slot.wake_at = None
+            self.service(slot)
+
+    def notify(self, slot: Slot, note: "Notification") -> None:
+        slot.ep.notify(note, self.sim.now)
+        self.service(slot)
+
+    def output(self, pkt: Packet) -> None:
+        if self.link is None:
+            self.drop(pkt, "no_link")
+        else:
+            self.link.send(pkt)
+
+
+class MobileHost(Host):
+    """A host with radio interfaces; its home address follows the active interface.
+
+    A packet leaves through the interface whose care-of address is its
+    source, if that interface is attached, else through the active one.
+    """
+
+    def __init__(self, sim: "Simulator", name: str, home: str, interfaces: dict[str, str]) -> None:
+        super().__init__(sim, name, home)
+        if not interfaces:
+            raise ValueError(f"mobile host {name} needs at least one interface")
+        self.ifaces = {iname: Interface(self, iname, coa) for iname, coa in interfaces.items()}
+        self._by_coa = {i.coa: i for i in self.ifaces.values()}
+        if len(self._by_coa) != len(self.ifaces) or home in self._by_coa:
+            raise ValueError(f"mobile host {name}: interface addresses must be distinct from each other and the home address")
+        self.active: Interface | None = None
+
+    def addresses(self) -> list[str]:
+        return [self.addr, *self._by_coa]
+
+    def iface(self, name: str) -> Interface:
+        try:
+            return self.ifaces[name]
+        except KeyError:
+            raise ValueError(f"mobile host {self.name} has no interface {name!r} "
+                             f"(has {', '.join(self.ifaces)})") from None
+
+    def output(self, pkt: Packet) -> None:
+        iface = self._by_coa.get(pkt.src)
+        if iface is None or iface.cell is None:
+            iface = self.active
+        if iface is None or iface.cell is None:
+            self.drop(pkt, "detached")
+            return
+        iface.uplinks[iface.cell.name].send(pkt)
+

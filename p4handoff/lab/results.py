@@ -1,0 +1,95 @@
+"""The results of a sweep: every run's record and the statistics over repeats.
+
+Its own module so that the runner (which makes it), the report and the plots
+(which read it) all import it, and none of them imports another to get it.
+"""
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from p4handoff.lab.rundata import RunData
+from p4handoff.lab.scenario import Scenario, ScenarioFile
+
+
+@dataclass
+class RunRecord:
+    """One executed run: where it stands in the plan, its directory and its numbers."""
+
+    variant: str
+    point: tuple[tuple[str, Any], ...]
+    repeat: int
+    seed: int
+    directory: Path
+    scenario: Scenario
+    quantities: dict[str, float]
+    detail: dict[str, Any]
+    data: RunData | None = None          # kept for repeat 0 only (the plots use it)
+    host: str = ""                       # the machine that ran it
+
+
+@dataclass
+class Results:
+    scenario_file: ScenarioFile
+    backend: str
+    backend_reason: str
+    seed: int
+    repeats: int
+    run_id: str
+    directory: Path
+    records: list[RunRecord] = field(default_factory=list)
+    wall_seconds: float = 0.0
+
+    def summary(self) -> list[dict[str, Any]]:
+        """Mean, sd, min, max and n of every quantity per (point, variant), in plan order."""
+        out: list[dict[str, Any]] = []
+        groups: dict[tuple, list[RunRecord]] = {}
+        for r in self.records:
+            groups.setdefault((r.point, r.variant), []).append(r)
+        for (point, variant), recs in groups.items():
+            stats = {}
+            for key in recs[0].quantities:
+                vals = [r.quantities[key] for r in recs if not math.isnan(r.quantities[key])]
+                stats[key] = _stats(vals)
+            out.append({"point": [[p, v] for p, v in point], "variant": variant, "quantities": stats})
+        return out
+
+    def _values(self, point: tuple, variant: str, key: str) -> list[float]:
+        """The repeats' values of one quantity, without the n/a (NaN) ones: statistics.stdev raises on NaN."""
+        return [r.quantities[key] for r in self.records
+                if r.point == point and r.variant == variant and not math.isnan(r.quantities[key])]
+
+    def mean(self, point: tuple, variant: str, key: str) -> float:
+        vals = self._values(point, variant, key)
+        return statistics.fmean(vals) if vals else math.nan
+
+    def spread(self, point: tuple, variant: str, key: str) -> float:
+        vals = self._values(point, variant, key)
+        return statistics.stdev(vals) if len(vals) > 1 else 0.0
+
+
+def _stats(vals: list[float]) -> dict[str, float]:
+    if not vals:
+        return {"mean": math.nan, "sd": math.nan, "min": math.nan, "max": math.nan, "n": 0}
+    return {"mean": statistics.fmean(vals), "sd": statistics.stdev(vals) if len(vals) > 1 else 0.0,
+            "min": min(vals), "max": max(vals), "n": len(vals)}
+
+
+def slug(text: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9._=-]+", "-", text).strip("-")
+    return s or "x"
+
+
+def point_slug(point: tuple[tuple[str, Any], ...]) -> str:
+    if not point:
+        return "base"
+    return slug("_".join(f"{path.split('.')[-1]}={value}" for path, value in point))
+
+
+def point_label(sf: ScenarioFile, point: tuple[tuple[str, Any], ...]) -> str:
+    labels = {a.path: a.label for a in sf.sweep}
+    return ", ".join(f"{labels.get(p, p)} = {v}" for p, v in point)
