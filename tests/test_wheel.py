@@ -168,7 +168,7 @@ def test_p4handoff_run_simulates_a_scenario_outside_the_repository(installed: In
     assert done.returncode == 0, done.stdout + done.stderr
     assert "backend: sim (asked for)" in done.stderr
     (results,) = (installed.elsewhere / "results" / "wheel-smoke").iterdir()
-    assert f"report:  {results / 'report.md'}" in done.stdout
+    assert f"report:  {(results / 'report.md').relative_to(installed.elsewhere)}" in done.stdout
     report = (results / "report.md").read_text()
     metrics = json.loads((results / "metrics.json").read_text())
     for label in SCHEMES.values():
