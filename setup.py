@@ -21,8 +21,9 @@ GENERATED = ("p4handoff", "controller", "p4runtime", "generated")
 
 
 def load_protogen() -> ModuleType:
-    """The generator, loaded from its file: importing it as `p4handoff.controller.protogen` would import the
-    package's runtime dependencies, which the build environment does not have."""
+    """This tree's generator, loaded from its file: the build does not put the source tree on sys.path (an
+    import could find another installed p4handoff, or none); the file needs only protobuf, grpcio-tools and
+    the p4runtime distribution, all build requirements."""
     spec = importlib.util.spec_from_file_location("p4handoff_protogen", PROTOGEN)
     if spec is None or spec.loader is None:
         raise RuntimeError(f"cannot load the P4Runtime generator {PROTOGEN}")

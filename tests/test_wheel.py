@@ -24,6 +24,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 PIP_TIMEOUT = 300
+WHEEL_TEST_TIMEOUT = 600   # the first test also builds and installs (14 s with pip's cache; downloads without it)
 GENERATED = "p4handoff/controller/p4runtime/generated/"
 GENERATED_MODULES = ("p4/v1/p4runtime_pb2.py", "p4/v1/p4runtime_pb2_grpc.py", "p4/v1/p4data_pb2.py",
                      "p4/config/v1/p4info_pb2.py", "p4/config/v1/p4types_pb2.py")
@@ -124,6 +125,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(WHEEL_TEST_TIMEOUT)
 def test_the_wheel_carries_the_p4_headers_as_files_and_the_generated_p4runtime_modules(installed: Installed):
     assert not (installed.source / GENERATED).exists(), "the clean copy must not hold generated modules"
     with zipfile.ZipFile(installed.wheel) as whl:
@@ -140,6 +142,7 @@ def test_the_wheel_carries_the_p4_headers_as_files_and_the_generated_p4runtime_m
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(WHEEL_TEST_TIMEOUT)
 def test_the_installed_package_imports_from_site_packages_with_fast_protobuf(installed: Installed):
     probe = installed.python(
         "import importlib.util, p4handoff.wire as w\n"
@@ -156,6 +159,7 @@ def test_the_installed_package_imports_from_site_packages_with_fast_protobuf(ins
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(WHEEL_TEST_TIMEOUT)
 def test_p4handoff_run_simulates_a_scenario_outside_the_repository(installed: Installed):
     scenario = installed.elsewhere / "wheel-smoke.yaml"
     _tiny_scenario(scenario)
@@ -178,6 +182,7 @@ def test_p4handoff_run_simulates_a_scenario_outside_the_repository(installed: In
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(WHEEL_TEST_TIMEOUT)
 def test_p4handoff_ctl_validate_checks_the_example_network_outside_the_repository(installed: Installed):
     network = installed.elsewhere / "three-switch.yaml"
     shutil.copy(REPO / "examples" / "three-switch.yaml", network)
