@@ -7,13 +7,22 @@ BUILD := build
 P4_MAIN := p4src/bs.p4
 P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
 
-.PHONY: setup protos lint venv-ready build build-tofino tofino-resources test unit ptf clean fuzz chaos chaos-testbed bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-scale
+.PHONY: setup protos wheel lint venv-ready build build-tofino tofino-resources test unit ptf clean fuzz chaos chaos-testbed bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-scale
 
 setup: ## install everything installable from apt and PyPI; report what is missing
 	bash scripts/setup.sh
 
 protos: ## regenerate the P4Runtime modules for the installed protobuf (make setup does it)
 	$(PY) -m p4handoff.controller.protogen
+
+# The wheel (README, "Install as a package"): built, like a clean clone, from the tracked files only (with their
+# uncommitted changes: `git stash create` records them without touching the tree); setup.py generates the
+# P4Runtime modules into it. pip fetches the build requirements from PyPI (or its cache).
+WHEEL_SRC := $(BUILD)/wheel-src
+wheel: venv-ready ## dist/p4handoff-*.whl from the tracked files, P4Runtime modules generated inside
+	@rm -rf $(WHEEL_SRC) && mkdir -p $(WHEEL_SRC) dist
+	tree=$$(git stash create) && git archive "$${tree:-HEAD}" | tar -x -C $(WHEEL_SRC)
+	$(PY) -m pip wheel --no-deps -w dist $(WHEEL_SRC)
 
 build: $(BUILD)/bs.json ## compile the P4 program for BMv2 (v1model)
 

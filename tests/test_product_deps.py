@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PRODUCT = ("controller", "hosts", "topo", "p4handoff")
+PRODUCT = ("p4handoff",)
 DEV_ONLY = {"scapy", "ptf", "pytest", "hypothesis", "jsonschema"}
 
 

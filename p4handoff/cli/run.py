@@ -19,6 +19,7 @@ none: missing, a directory, empty, binary, bad YAML).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
@@ -152,6 +153,8 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
         return "--mininet-cli is interactive: it needs local runs one at a time (no --cluster, --jobs 1)"
     if isinstance(args.mininet_cli, Path) and not args.mininet_cli.is_file():
         return f"--mininet-cli {args.mininet_cli}: no such file"
+    if not (args.no_plots or args.check) and importlib.util.find_spec("matplotlib") is None:
+        return "the figures need matplotlib, which is not installed: pip install 'p4handoff[lab]', or pass --no-plots"
     return None
 
 

@@ -176,17 +176,23 @@ class Programmer:
         if entry.action == "fwd_punt" and p.get("reason") == PUNT_REASON_BUFFER:
             return addr, Punt()
         if entry.action == "deliver":
-            port = sw.port(p["port"])
-            if port is not None and port.role == PORT_PEER and mac(self._sw(port.peer).mac) == p["dst_mac"]:
-                return addr, Forward(port.peer)
+            peer = self._peer_at(sw, p["port"])
+            if peer is not None and mac(self._sw(peer).mac) == p["dst_mac"]:
+                return addr, Forward(peer)
             return addr, Deliver(p["port"], mac_str(p["dst_mac"]))
         if entry.action == "tunnel":
-            port = sw.port(p["port"])
-            if port is not None and port.role == PORT_PEER:
-                return addr, Tunnel(port.peer, bool(p["mark"]))
+            peer = self._peer_at(sw, p["port"])
+            if peer is not None:
+                return addr, Tunnel(peer, bool(p["mark"]))
         return None
 
     # ---------------------------------------------------------------- helpers
+
+    @staticmethod
+    def _peer_at(sw: Switch, number: int) -> str | None:
+        """The neighbour switch behind port `number` of `sw` if it is a peer port (the network names one), else None."""
+        port = sw.port(number)
+        return port.peer if port is not None and port.role == PORT_PEER else None
 
     def _sw(self, name: str | None) -> Switch:
         sw = self.net.switch(name) if name else None

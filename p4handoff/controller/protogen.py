@@ -66,7 +66,7 @@ def wheel_descriptors() -> list[descriptor_pb2.FileDescriptorProto]:
     try:
         dist = importlib.metadata.distribution(SOURCE_DIST)
     except importlib.metadata.PackageNotFoundError as exc:
-        raise ProtogenError(f"the '{SOURCE_DIST}' distribution is not installed (pip install -e .)") from exc
+        raise ProtogenError(f"the '{SOURCE_DIST}' distribution is not installed (pip install -e '.[dev]')") from exc
     protos = []
     for proto in P4_PROTOS:
         path = Path(str(dist.locate_file(proto.replace(".proto", "_pb2.py"))))
@@ -111,7 +111,7 @@ def run_protoc(fds: descriptor_pb2.FileDescriptorSet, out: Path) -> None:
     try:
         from grpc_tools import protoc
     except ImportError as exc:
-        raise ProtogenError("grpcio-tools is not installed (pip install -e .)") from exc
+        raise ProtogenError("grpcio-tools is not installed (pip install -e '.[dev]')") from exc
     with tempfile.TemporaryDirectory() as tmp:
         set_path = Path(tmp) / "p4runtime.fds"
         set_path.write_bytes(fds.SerializeToString())

@@ -39,9 +39,11 @@ WINDOW_SHADE = "0.92"
 EVENT_STYLE = {"detach": ("--", "interface lost (detach)"), "handoff": (":", "handoff (new interface used)")}
 
 
-def _series(path: Path, t0: float, t1: float) -> tuple[list[float], list[float], list[float]]:
-    """(time, cwnd segments, snd_una segments) from a sender trace, within [t0, t1]."""
-    ts, cw, seq = [], [], []
+def _series(path: Path | None, t0: float, t1: float) -> tuple[list[float], list[float], list[float]]:
+    """(time, cwnd segments, snd_una segments) from a sender trace (None: the run kept none), within [t0, t1]."""
+    ts: list[float] = []
+    cw: list[float] = []
+    seq: list[float] = []
     if path is None or not path.exists():
         return ts, cw, seq
     with open_text(path) as fh:

@@ -247,8 +247,8 @@ def evaluate(res: Results, e: Expectation, point: tuple) -> tuple[bool | None, s
         texts = fmt_apart(metric, [means[v] for v in e.variants])
         shown = f"{e.variants[0]} {texts[0]}"
         for k in range(1, len(e.variants)):
-            a, b = means[e.variants[k - 1]], means[e.variants[k]]
-            shown += f" {'>' if a > b else '=' if a == b else '<'} {e.variants[k]} {texts[k]}"
+            before, after = means[e.variants[k - 1]], means[e.variants[k]]
+            shown += f" {'>' if before > after else '=' if before == after else '<'} {e.variants[k]} {texts[k]}"
         return holds, f"{shown} {unit(metric)}"
     if e.kind == "ratio":
         a, b = e.variants

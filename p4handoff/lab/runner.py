@@ -379,12 +379,15 @@ def _load_record(run: PlannedRun, fresh: RunData | None) -> RunRecord:
 
 
 def _finish(sweep: Sweep, fresh: dict[Path, RunData], wall: float, where: str, make_plots: bool) -> Results:
-    from p4handoff.lab import plots, report  # matplotlib is imported only when results are written
+    from p4handoff.lab import report
     res = sweep.results
     res.records = [_load_record(r, fresh.pop(r.directory, None)) for r in sweep.runs]
     res.wall_seconds = wall
     _write_metrics(res)
-    figures = plots.make_all(res, res.directory / "plots") if make_plots else []
+    figures: list[str] = []
+    if make_plots:
+        from p4handoff.lab import plots  # matplotlib (the lab extra): imported only when figures are drawn
+        figures = plots.make_all(res, res.directory / "plots")
     (res.directory / "report.md").write_text(report.render(res, figures) + _execution(sweep, where))
     return res
 
