@@ -113,7 +113,9 @@ def test_a_killed_sweep_resumes_to_the_same_results(tmp_path: Path, serial: dict
     assert res.returncode == 0, res.stderr
     assert all(p.stat().st_mtime_ns == t for p, t in kept.items())     # finished runs were not run again
     assert not list(run_dir.glob("runs/*/*/*.partial"))
-    assert "kept from an interrupted session" in (run_dir / "report.md").read_text()
+    report = (run_dir / "report.md").read_text()
+    assert "kept from an interrupted session" in report
+    assert f"{4 - len(done)} runs in " in report and f"s wall, {len(done)} kept from an earlier session" in report
     got = files(run_dir)
     assert {k: v for k, v in got.items() if k not in ("plan.yaml", "scenario.yaml")} == \
         {k: v for k, v in serial.items() if k not in ("plan.yaml", "scenario.yaml")}

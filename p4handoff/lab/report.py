@@ -434,13 +434,20 @@ def _cell_counters_section(res: Results) -> list[str]:
             "|---|---|---|---|---|---|---|", *rows, ""]
 
 
+def _runs_and_wall(res: Results) -> str:
+    """How many runs took how long; runs kept by `--resume` ran in an earlier session, outside this wall time."""
+    ran = len(res.records) - res.resumed
+    kept = f", {res.resumed} kept from an earlier session" if res.resumed else ""
+    return f"{ran} runs in {res.wall_seconds:.1f} s wall{kept}"
+
+
 def render(res: Results, figures: list[str]) -> str:
     sf = res.scenario_file
     scn0 = res.records[0].scenario
     lines = [f"# {sf.title}", "",
              f"Scenario `{sf.source}` (paper: `{paper_ref(sf.paper)}`) · backend **{res.backend}**"
              + (f" ({res.backend_reason})" if res.backend_reason else "")
-             + f" · run `{res.run_id}` · {len(res.records)} runs in {res.wall_seconds:.1f} s wall", ""]
+             + f" · run `{res.run_id}` · {_runs_and_wall(res)}", ""]
     if sf.overrides:
         lines += ["Overrides: " + ", ".join(f"`{p}={v}`" for p, v in sf.overrides), ""]
     if sf.description:

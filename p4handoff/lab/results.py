@@ -42,7 +42,8 @@ class Results:
     run_id: str
     directory: Path
     records: list[RunRecord] = field(default_factory=list)
-    wall_seconds: float = 0.0
+    wall_seconds: float = 0.0            # of this session only
+    resumed: int = 0                     # runs kept from an earlier session (`--resume`), not in wall_seconds
 
     def summary(self) -> list[dict[str, Any]]:
         """Mean, sd, min, max and n of every quantity per (point, variant), in plan order."""

@@ -383,6 +383,7 @@ def _finish(sweep: Sweep, fresh: dict[Path, RunData], wall: float, where: str, m
     res = sweep.results
     res.records = [_load_record(r, fresh.pop(r.directory, None)) for r in sweep.runs]
     res.wall_seconds = wall
+    res.resumed = sweep.resumed
     _write_metrics(res)
     figures: list[str] = []
     if make_plots:
