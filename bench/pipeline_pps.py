@@ -135,10 +135,13 @@ def measure(program: str, minimal: tuple[Path, Path], offered: float, warmup: fl
                                   stdout=subprocess.PIPE, text=True)
         try:
             time.sleep(warmup)
-            start, cpu_start = rx_packets("h2"), cpu_seconds(switch.pid)
+            pid = switch.pid
+            if pid is None:
+                raise RuntimeError("simple_switch_grpc is not running")
+            start, cpu_start = rx_packets("h2"), cpu_seconds(pid)
             time.sleep(window)
             forwarded = rx_packets("h2") - start
-            cpu = cpu_seconds(switch.pid) - cpu_start
+            cpu = cpu_seconds(pid) - cpu_start
             out, _ = sender.communicate(timeout=duration + 10)
         finally:
             if sender.poll() is None:
@@ -187,9 +190,9 @@ def prerequisite_problems() -> list[str]:
     problems = [reason] if not available else []
     if not (BS_JSON.exists() and BS_P4INFO.exists()):
         problems.append(f"{BS_JSON.relative_to(ROOT)} missing: run `make build`")
-    reason = netns.unavailable_reason()
-    if reason:
-        problems.append(reason)
+    no_netns = netns.unavailable_reason()
+    if no_netns:
+        problems.append(no_netns)
     return problems
 
 

@@ -84,7 +84,7 @@ class P4RuntimeTest(BaseTest):
         """The next packet-in; the test fails if none arrives within `timeout` seconds."""
         pin = self.client.packet_in(timeout)
         if pin is None:
-            self.fail(f"no packet-in within {timeout} s")
+            raise self.failureException(f"no packet-in within {timeout} s")
         return pin
 
     def verify_no_packet_in(self, timeout: float = 0.5) -> None:
@@ -113,7 +113,7 @@ class P4RuntimeTest(BaseTest):
     def register(self, name: str, index: int | None = None) -> int | list[int]:
         """A register cell (or all cells) by P4Info name or alias, over Thrift: BMv2's P4Runtime
         server cannot read registers (its JSON uses the P4Info full names)."""
-        return self.thrift.register_read(self.client.p4info.register(name).preamble.name, index)
+        return self.thrift.register_read(self.client.need_p4info().register(name).preamble.name, index)
 
     def set_queue_rate(self, pps: int, port: int | None = None, priority: int | None = None) -> None:
         """Egress queue rate (packets/s per priority queue, 0 = unlimited); undone after the test."""

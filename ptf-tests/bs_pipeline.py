@@ -115,10 +115,11 @@ class BsTest(P4RuntimeTest):
         """The port's aqm_port entry and its profile's RED tables, in one write."""
         self.client.write([(UpdateType.INSERT, entry) for entry in port_entries(cfg)])
 
-    def packet_out(self, pkt, egress_port: int = 0, mark_priority: int = 0, lookup: int = 0,
-                   telemetry: int = 0) -> None:
+    def packet_out(self, pkt: Any, egress_port: int = 0, mark_priority: int = 0, lookup: int = 0,
+                   telemetry: int = 0, **metadata: Any) -> None:
+        """Every field of this program's packet_out header, each 0 unless given."""
         super().packet_out(pkt, egress_port=egress_port, mark_priority=mark_priority, lookup=lookup,
-                           telemetry=telemetry)
+                           telemetry=telemetry, **metadata)
 
     # -- traffic ----------------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence, overload
 
 import grpc
 
@@ -126,7 +126,8 @@ class P4RuntimeClient:
         except grpc.RpcError as exc:
             raise P4RuntimeError.from_rpc(operation, exc) from None
 
-    def _need_p4info(self) -> P4Info:
+    def need_p4info(self) -> P4Info:
+        """The pipeline's P4Info; an error saying how to get one if the client has none yet."""
         if self.p4info is None:
             raise P4InfoError("no P4Info: call set_pipeline() or fetch_pipeline() first, or pass p4info=")
         return self.p4info
@@ -183,7 +184,7 @@ class P4RuntimeClient:
 
     def write(self, updates: Iterable[tuple[UpdateType, Entity]], *, timeout: float | None = None) -> None:
         """Send one Write batch; P4RuntimeError.updates says which updates failed (the rest applied)."""
-        request = write_request(self._need_p4info, self.device_id, self.election_id, updates)
+        request = write_request(self.need_p4info, self.device_id, self.election_id, updates)
         if request.updates:
             self._rpc("Write", self._stub.Write, request, timeout)
 
@@ -201,12 +202,12 @@ class P4RuntimeClient:
         self.modify(TableEntry(table, action=action, params=params, is_default=True))
 
     def write_register(self, name: str, index: int, value: int) -> None:
-        entity = p4runtime_pb2.Entity(register_entry=register_entry(self._need_p4info(), name, index, value))
+        entity = p4runtime_pb2.Entity(register_entry=register_entry(self.need_p4info(), name, index, value))
         self.write([(UpdateType.MODIFY, entity)])
 
     def write_counter(self, name: str, index: int, value: CounterValue = CounterValue(0, 0)) -> None:
         """Set one counter cell (default: reset it to zero)."""
-        entity = p4runtime_pb2.Entity(counter_entry=counter_entry(self._need_p4info(), name, index, value))
+        entity = p4runtime_pb2.Entity(counter_entry=counter_entry(self.need_p4info(), name, index, value))
         self.write([(UpdateType.MODIFY, entity)])
 
     # -- reads --------------------------------------------------------------------------------
@@ -223,14 +224,14 @@ class P4RuntimeClient:
 
     def read_table(self, table: str | None = None) -> list[TableEntry]:
         """Every (non-default) entry of `table`, or of all tables if None, decoded to names and ints."""
-        p4info = self._need_p4info()
+        p4info = self.need_p4info()
         table_id = p4info.table(table).preamble.id if table is not None else 0
         entity = p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry(table_id=table_id))
         return [decode_table_entry(p4info, e.table_entry) for e in self.read([entity])]
 
     def read_default(self, table: str) -> TableEntry:
         """The default entry of `table` (`action` None if the switch reports none)."""
-        p4info = self._need_p4info()
+        p4info = self.need_p4info()
         request = p4runtime_pb2.TableEntry(table_id=p4info.table(table).preamble.id, is_default_action=True)
         entries = [decode_table_entry(p4info, e.table_entry)
                    for e in self.read([p4runtime_pb2.Entity(table_entry=request)])]
@@ -247,14 +248,20 @@ class P4RuntimeClient:
 
     def read_register(self, name: str, index: int | None = None) -> int | dict[int, int]:
         """One cell's value, or {index: value} of every cell if `index` is None."""
-        entity = p4runtime_pb2.Entity(register_entry=register_entry(self._need_p4info(), name, index))
+        entity = p4runtime_pb2.Entity(register_entry=register_entry(self.need_p4info(), name, index))
         cells = {e.register_entry.index.index: decode_int(e.register_entry.data.bitstring)
                  for e in self.read([entity])}
         return cells[index] if index is not None else cells
 
+    @overload
+    def read_counter(self, name: str, index: int) -> CounterValue: ...
+
+    @overload
+    def read_counter(self, name: str, index: None = None) -> dict[int, CounterValue]: ...
+
     def read_counter(self, name: str, index: int | None = None) -> CounterValue | dict[int, CounterValue]:
         """One indirect counter cell, or {index: CounterValue} of every cell if `index` is None."""
-        entity = p4runtime_pb2.Entity(counter_entry=counter_entry(self._need_p4info(), name, index))
+        entity = p4runtime_pb2.Entity(counter_entry=counter_entry(self.need_p4info(), name, index))
         cells = {e.counter_entry.index.index: CounterValue(e.counter_entry.data.packet_count,
                                                            e.counter_entry.data.byte_count)
                  for e in self.read([entity])}
@@ -265,13 +272,13 @@ class P4RuntimeClient:
     def packet_out(self, payload: bytes, **metadata: Any) -> None:
         """Send `payload` to the switch's CPU port with `packet_out` header fields given by name."""
         request = p4runtime_pb2.StreamMessageRequest()
-        request.packet.CopyFrom(encode_packet_out(self._need_p4info(), payload, metadata))
+        request.packet.CopyFrom(encode_packet_out(self.need_p4info(), payload, metadata))
         self.stream.send(request)
 
     def packet_in(self, timeout: float = 1.0) -> PacketIn | None:
         """The oldest unread packet-in (waiting up to `timeout` s), decoded; None if none arrived."""
         proto = self.stream.packet_in(timeout)
-        return None if proto is None else decode_packet_in(self._need_p4info(), proto)
+        return None if proto is None else decode_packet_in(self.need_p4info(), proto)
 
 
 def _as_list(entries: TableEntry | Sequence[TableEntry]) -> list[TableEntry]:
