@@ -3,8 +3,8 @@
 The MH's inputs: registrations (Mobile IP, punted from an access port),
 operator commands (`ctl handoff`, `ctl detach`) and packets punted for
 buffering. What they set off is in `ipf_handoff.py` (IPF's buffer, flush and
-reroute) and `dsbp_probe.py` (DSBP's second path); the state they share in
-`mobility_base.py` and `mh_state.py`.
+reroute), `dsbp_probe.py` (DSBP's second path) and `handoff_timers.py`; the
+state they share in `mobility_base.py` and `mh_state.py`.
 
 Sans-IO: every input carries the current time and returns the effects
 (`p4handoff.controller.intents`) to apply in order; timers are polled through
@@ -12,7 +12,6 @@ Sans-IO: every input carries the current time and returns the effects
 """
 from __future__ import annotations
 
-import heapq
 
 from p4handoff.controller.spool import Record
 from p4handoff.controller.intents import (Deliver, Effect, Forward, Punt, Reply, RouteAction,
@@ -21,10 +20,10 @@ from p4handoff.controller.mh_state import MhState, MobilityError, Phase, Probe
 from p4handoff.controller.network import PORT_ACCESS
 from p4handoff.controller.packets import PacketError, marker_nonce, marker_packet, parse_ipv4
 from p4handoff.controller.registration import LIFETIME_INFINITE, RegistrationReply, RegistrationRequest, ReplyCode
-from p4handoff.controller.ipf_handoff import MAX_DRAIN_ROUNDS, IpfHandoff
+from p4handoff.controller.handoff_timers import HandoffTimers
 
 
-class Mobility(IpfHandoff):
+class Mobility(HandoffTimers):
     """MH registrations, operator commands and punted packets in; ordered effects out."""
 
     def registration(self, switch: str, port: int, src_mac: str, src_addr: str, src_port: int,
@@ -155,16 +154,6 @@ class Mobility(IpfHandoff):
         self.pool.push(st.host.name, ip.packet)
         return []
 
-    def on_time(self, now: float) -> list[Effect]:
-        """Run every timer due at `now`: marker and flush timeouts, hold expiry, binding lifetimes."""
-        fx: list[Effect] = []
-        due: set[str] = set()
-        while self._timers and self._timers[0][0] <= now:
-            due.add(heapq.heappop(self._timers)[1])
-        for name in sorted(due):
-            fx += self._expire(self.mhs[name], now)
-        return fx
-
     # ------------------------------------------------------------------ recovery
 
     def restore_buffers(self, records: list[Record]) -> None:
@@ -291,45 +280,4 @@ class Mobility(IpfHandoff):
                 fx += self._drain_marker(st, now)
             fx += self._maybe_complete(st, now)
         self._resume = []
-        return fx
-
-    def _expire(self, st: MhState, now: float) -> list[Effect]:
-        fx: list[Effect] = []
-        name = st.host.name
-        if st.gw_marker is not None and st.gw_marker[1] <= now:
-            self._marker_owner.pop(st.gw_marker[0], None)
-            st.gw_marker = None
-            self.pool.promote_pending(name)
-            self.log("marker_timeout", {"mh": name, "kind": "gateway"})
-        if st.drain_marker is not None and st.drain_marker[1] <= now:
-            self._marker_owner.pop(st.drain_marker[0], None)
-            st.drain_marker = None
-            self.log("marker_timeout", {"mh": name, "kind": "drain"})
-        for nonce, (deadline, bs) in list(st.path_markers.items()):
-            if deadline <= now:
-                del st.path_markers[nonce]
-                self._marker_owner.pop(nonce, None)
-                self.log("marker_timeout", {"mh": name, "kind": "path", "bs": bs})
-                if not st.path_markers:
-                    self.pool.promote_returned(name)
-        fx += self._drain(st) + self._maybe_complete(st, now)
-        if st.phase is Phase.HANDING_OFF and st.flush_deadline is not None and st.flush_deadline <= now:
-            for nonce in [m[0] for m in (st.gw_marker, st.drain_marker) if m] + list(st.path_markers):
-                self._marker_owner.pop(nonce, None)
-            st.gw_marker, st.path_markers, st.drain_marker = None, {}, None
-            st.drain_rounds = MAX_DRAIN_ROUNDS
-            self.pool.promote_returned(name)
-            self.pool.promote_pending(name)
-            fx += self._drain(st) + self._complete(st, now, forced=True)
-        for old, until in list(st.holds.items()):
-            if until <= now and st.phase is Phase.ATTACHED:
-                del st.holds[old]
-                self._set(fx, old, st.host.address, None)
-                self.log("hold_expired", {"mh": name, "bs": old})
-        if st.binding_expiry is not None and st.binding_expiry <= now:
-            st.binding_expiry = None
-            if st.phase in (Phase.ATTACHED, Phase.HANDING_OFF):
-                fx += self._leave(st, now, "lifetime")
-        if st.probe is not None and st.probe.expiry is not None and st.probe.expiry <= now:
-            fx += self._probe_down(st, now, "lifetime")
         return fx
