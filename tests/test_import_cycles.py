@@ -17,8 +17,6 @@ SKIP = ("p4handoff/controller/p4runtime/generated",)   # protoc's output, made a
 # Circles that were there when this test was written, left for a later change;
 # each says what ties it. Remove an entry once its circle is broken.
 KNOWN = {
-    # Backend (a Protocol) lives in runner, which calls execute; execute names it under TYPE_CHECKING.
-    frozenset({"p4handoff.lab.execute", "p4handoff.lab.runner"}),
     # lab_faults names LabRun under TYPE_CHECKING; lab_backend injects lab_faults' faults.
     frozenset({"p4handoff.lab.lab_backend", "p4handoff.lab.lab_faults"}),
     # chaos picks its lab or testbed driver inside a function; both drivers take FaultRun, FlowLoss from chaos.
