@@ -19,8 +19,6 @@ SKIP = ("p4handoff/controller/p4runtime/generated",)   # protoc's output, made a
 KNOWN = {
     # lab_faults names LabRun under TYPE_CHECKING; lab_backend injects lab_faults' faults.
     frozenset({"p4handoff.lab.lab_backend", "p4handoff.lab.lab_faults"}),
-    # chaos picks its lab or testbed driver inside a function; both drivers take FaultRun, FlowLoss from chaos.
-    frozenset({"p4handoff.lab.chaos", "p4handoff.lab.chaos_lab", "p4handoff.lab.chaos_testbed"}),
 }
 
 

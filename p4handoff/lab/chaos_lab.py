@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from p4handoff.lab.chaos import FaultRun, FlowLoss
+from p4handoff.lab.chaos_runs import FaultRun, FlowLoss
 from p4handoff.lab.lab_faults import CONTROLLER, Fault, register_again
 from p4handoff.lab.rundata import FlowData
 from p4handoff.lab.scenario import Scenario, load
