@@ -1,35 +1,23 @@
 """The `lab` backend: a scenario on real packets — BMv2 switches, the handoff controller, host endpoints, emulators.
 
-`p4handoff.lab.lab_plan.plan` decides what to build; this module has Mininet build
-it (`p4handoff.lab.mininet_lab.LabNet`), runs it in real time and takes it down,
-stopping every process it started by its PID:
+`p4handoff.lab.lab_startup.LabRig` builds the lab the plan describes
+(Mininet nodes, BMv2 switches, the controller, hosts registered where they
+start, emulators) and takes it down; a `LabRun` plays the scenario on it in
+real time:
 
-1. Mininet: a host per scenario host, a `P4Switch` per switch (each node in
-   its own namespace, also named `p4h-<pid>-lab<node>`), the links as
-   planned (offloads off, MTU 9000), the cells' bridges in their BS
-   switches;
-2. `simple_switch_grpc` in every switch (CPU port, 2 priority queues,
-   P4Runtime on a Unix socket), the controller (`p4handoff ctl run`, root
-   namespace) on the generated description, then the planned egress queue
-   rates (packets/s) and depths over Thrift;
-3. hosts: addresses, the anycast gateway, routes; mobile and background
-   hosts register (Mobile IP registration frames from their radio) where
-   they start;
-4. emulators (`python -m p4handoff.lab.emulator`, SCHED_FIFO) on every planned wire,
-   in the namespace of the switch they front;
-5. receivers (`p4handoff host recv`), then senders (`p4handoff host send`)
+1. receivers (`p4handoff host recv`), then senders (`p4handoff host send`)
    started at t0 + flow start; the timeline plays: attach = emulator up
    (+ a registration with the S flag for a DSBP probe), handoff = a
    registration from the new radio and the MH's default route moved to it,
    detach = `ctl detach` (if it carried the home address) and emulator down;
-6. during the run `ctl status` is sampled for queue occupancy and average
+2. during the run `ctl status` is sampled for queue occupancy and average
    (telemetry over P4Runtime packet I/O) and at the windows' edges for the
    per-port counters;
-7. the senders' traces become the flows' delivery curves.
+3. the senders' traces become the flows' delivery curves.
 
 A run may also be given faults (`p4handoff.lab.lab_faults`, used by `make chaos`):
 each kills a switch's BMv2 or the controller with SIGKILL at its instant
-and starts it again through the code above.
+and starts it again through the code that started it.
 
 What the lab cannot measure per flow (drops of a given flow: the switches
 count per port and class) is reported as unavailable, not guessed.
@@ -40,34 +28,24 @@ import csv
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
-import yaml
-
-from p4handoff.netns import Lab, Namespace, stop_process
+from p4handoff.netns import stop_process
 from p4handoff.paths import pipeline_files
 from p4handoff.lab.lab_faults import Fault, FaultRecord, check_faults, inject
-from p4handoff.lab.lab_plan import ACCESS_GATEWAY, HOST_GATEWAY, UNBOUNDED, LabPlan, Wire, plan, wire_bytes
+from p4handoff.lab.lab_plan import wire_bytes
+from p4handoff.lab.lab_startup import LabRig
 from p4handoff.lab.rundata import FlowData, RunData
 from p4handoff.lab.scenario import Scenario
 
-if TYPE_CHECKING:
-    from p4handoff.bmv2 import Bmv2Switch
-    from p4handoff.lab.mininet_lab import LabNet
-
 LEAD = 3.0                 # seconds between "everything started" and t0
 EDGE_READ_TRIES = 3         # a window edge's counters are read again if a switch did not answer in time
-CONTROLLER_RESTART_WAIT = 90.0   # seconds a control request waits for a controller a fault is restarting
 STATUS_INTERVAL = 0.1      # at most this often: a status round reads counters and probes every access port
-EMU_PRIORITY = 10
-ETH_P_ALL = 0x0003
 _SENDER = ("import sys, time\n"
            "from p4handoff.cli.main import main\n"
            "at = float(sys.argv[1])\n"
@@ -95,229 +73,22 @@ class LabRun:
 
     def __init__(self, scn: Scenario, seed: int, out: Path, faults: Sequence[Fault] = ()) -> None:
         self.scn = scn
-        self.seed = seed
         self.out = out
-        self.plan: LabPlan = plan(scn)
-        self.lab = Lab("lab")
-        self.net: LabNet | None = None
-        self.sockets = Path(tempfile.mkdtemp(prefix="p4h-lab-"))   # short paths: a Unix socket's is ≤ 107 bytes
-        self.socket_path = str(self.sockets / "ctl.sock")              # the controller's control socket
-        self.ns: dict[str, Namespace] = {}
-        self.switches: dict[str, Bmv2Switch] = {}
-        self.emulators: dict[str, subprocess.Popen] = {}
-        self.emu_by_key: dict[str, subprocess.Popen] = {}
-        self.controller: subprocess.Popen | None = None
+        self.rig = LabRig(scn, seed, out)
         self.receivers: dict[str, subprocess.Popen] = {}
         self.senders: dict[str, subprocess.Popen] = {}
-
-        self.active_dev: dict[str, str] = {}
-        self.registered: dict[str, str] = {}   # host -> the device its last registration left from (until it leaves)
-        self.faults = check_faults(faults, [s.name for s in self.plan.switches], scn.duration)
+        self.faults = check_faults(faults, [s.name for s in self.rig.plan.switches], scn.duration)
         self.fault_log: list[FaultRecord] = []
-        self.controller_ready = threading.Event()   # clear while a fault has the controller restarting
         self.t0 = 0.0
         self.t0_wall = 0.0
         self.data = RunData(flows={}, link_rates={c.name: c.rate_bps for c in scn.topology.cells}, backend="lab")
-        self.data.notes += self.plan.notes
+        self.data.notes += self.rig.plan.notes
         self._lock = threading.Lock()
         self._errors: list[str] = []
 
-    # -- building -------------------------------------------------------------------------------------
     def start(self) -> None:
-        from p4handoff.wire import load_constants
-        from p4handoff.lab.mininet_lab import LabNet
-        self.net = LabNet(self.lab)
-        for name in self.plan.hosts:
-            self.ns[name] = self.net.host(name)
-        cpu_port = load_constants()["CPU_PORT"]
-        for sw in self.plan.switches:
-            self.ns[sw.name] = self.net.switch(sw.name, sw.ports, grpc_socket=self.sockets / f"{sw.name}.grpc",
-                                               log_path=self.out / f"bmv2-{sw.name}.log", cpu_port=cpu_port)
-        for cell, br in self.plan.bridges.items():
-            self.net.bridge(self.plan.cell_ports[cell][0], br)
-        for k, w in enumerate(self.plan.wires):
-            self._wire(k, w)
-        self.net.start()
-        self.switches = {sw.name: self.net.bmv2(sw.name) for sw in self.plan.switches}
-        self.start_controller()
-        self.set_queues()
-        for name in self.plan.hosts:
-            self._configure_host(name)
-        for k, w in enumerate(self.plan.wires):
-            if w.emu is not None:
-                self._start_emulator(k, w)
-        for name, h in self.plan.hosts.items():
-            if h.kind != "fixed" and name in self.active_dev:
-                self.register(name, self.active_dev[name])
-        self._wait_attached([n for n, h in self.plan.hosts.items() if h.kind != "fixed" and n in self.active_dev])
-
-    def _wire(self, k: int, w: Wire) -> None:
-        """The veth pairs of one planned wire; an emulated wire gets two, joined later by its emulator."""
-        net = self.net
-        assert net is not None
-        (a, a_if), (b, b_if) = w.a, w.b
-        link = net.link
-        if w.kind == "switch-bridge":
-            link(a, a_if, b, f"{b_if}s{k}")
-            net.enslave(b, f"{b_if}s{k}", b_if)
-        elif w.kind == "host-bridge":          # host device — e<k>a [emulator] e<k>b — e<k>c (bridge port)
-            link(a, a_if, b, f"e{k}a")
-            link(b, f"e{k}b", b, f"e{k}c")
-            net.enslave(b, f"e{k}c", b_if)
-        elif w.emu is None:                    # switch-switch, host-switch
-            link(a, a_if, b, b_if)
-        else:                                  # a's end — e<k>a [emulator in emu_node] e<k>b — b's end
-            link(a, a_if, w.emu_node, f"e{k}a")
-            link(b, b_if, w.emu_node, f"e{k}b")
-
-    def start_controller(self, timeout: float = 60.0) -> None:
-        """`p4handoff ctl run` on the plan's description; returns once it serves with every switch up."""
-        from p4handoff.controller.launch import launch_controller
-        desc = dict(self.plan.network)
-        p4info, p4json = pipeline_files()
-        desc["controller"] = {"election_id": 10, "socket": self.socket_path, "p4info": str(p4info),
-                              "device_config": str(p4json)}
-        desc["switches"] = [dict(s, grpc=self.switches[s["name"]].grpc_addr) for s in desc["switches"]]
-        net_path = self.out / "network.yaml"
-        net_path.write_text(yaml.safe_dump(desc, sort_keys=False))
-        self.controller = launch_controller(net_path, socket_path=self.socket_path,   # root namespace, as Mininet's
-                                            log=self.out / "controller.log", stderr=self.out / "controller.stderr",
-                                            lab=self.lab, timeout=timeout)
-        self.controller_ready.set()
-
-    def set_queues(self, switch: str | None = None) -> None:
-        """The planned egress queue depths and rates (Thrift) of every switch, or of one (a restarted one)."""
-        for q in self.plan.queues:
-            if switch is None or q.switch == switch:
-                cli = self.switches[q.switch].cli
-                cli.set_queue_depth(q.depth, port=q.port)
-                cli.set_queue_rate(q.pps, port=q.port)
-
-    def request(self, body: dict[str, Any]) -> dict[str, Any]:
-        """A control request; one refused while a fault has the controller restarting waits for the new one."""
-        from p4handoff.controller.control import ControlError, request
-        try:
-            return request(self.socket_path, body)
-        except ControlError:
-            if self.controller_ready.is_set():
-                raise
-        if not self.controller_ready.wait(CONTROLLER_RESTART_WAIT):
-            raise TimeoutError(f"the controller was not back within {CONTROLLER_RESTART_WAIT} s")
-        return request(self.socket_path, body)
-
-    def _configure_host(self, name: str) -> None:
-        h = self.plan.hosts[name]
-        ns = self.ns[name]
-        ns.run(["sysctl", "-q", "-w", "net.ipv4.conf.all.rp_filter=0"])
-        ns.run(["sysctl", "-q", "-w", "net.ipv4.conf.default.rp_filter=0"])
-        if h.kind == "fixed":
-            dev, mac = h.devices["eth0"]
-            ns.run(["ip", "link", "set", "dev", dev, "address", mac])
-            ns.run(["ip", "addr", "add", f"{h.address}/32", "dev", dev])
-            ns.run(["ip", "route", "add", "default", "via", HOST_GATEWAY, "dev", dev, "onlink"])
-            return
-        ns.run(["ip", "addr", "add", f"{h.address}/32", "dev", "lo"])
-        table = 100
-        for key, (dev, mac) in h.devices.items():
-            ns.run(["ip", "link", "set", "dev", dev, "address", mac])
-            ns.run(["ip", "neigh", "replace", ACCESS_GATEWAY[0], "lladdr", ACCESS_GATEWAY[1], "dev", dev,
-                    "nud", "permanent"])
-            iface = key.split("/")[0]
-            coa = h.coas.get(iface)
-            if coa and coa != h.address:
-                # DSBP's dummy ACKs leave through the probed cell: source routing by care-of address
-                ns.run(["ip", "addr", "add", f"{coa}/32", "dev", "lo"], check=False)
-                table += 1
-                ns.run(["ip", "route", "replace", "default", "via", ACCESS_GATEWAY[0], "dev", dev, "onlink",
-                        "table", str(table)])
-                ns.run(["ip", "rule", "add", "from", coa, "lookup", str(table)])
-        start = self._start_place(name)
-        if start is not None:
-            self._route_via(name, h.devices[f"{start[0]}/{start[1]}"][0])
-
-    def _start_place(self, name: str) -> tuple[str, str] | None:
-        for m in self.scn.topology.mobile_hosts:
-            if m.name == name:
-                return m.start
-        for b in self.scn.topology.background_hosts:
-            if b.name == name:
-                return ("radio", b.cell)
-        return None
-
-    def _route_via(self, name: str, dev: str) -> None:
-        h = self.plan.hosts[name]
-        self.ns[name].run(["ip", "route", "replace", "default", "via", ACCESS_GATEWAY[0], "dev", dev, "onlink",
-                           "src", h.address])
-        self.active_dev[name] = dev
-
-    def _start_emulator(self, k: int, w: Wire) -> None:
-        assert w.emu is not None
-        down, up = w.emu.down, w.emu.up
-
-        def rate(r: float | None) -> str:
-            return "none" if r is None else f"{r}bps"
-        args = [sys.executable, "-m", "p4handoff.lab.emulator", "--mh-side", f"e{k}a", "--bs-side", f"e{k}b",
-                "--rate", rate(down.rate_bps), "--delay", f"{down.delay}s", "--loss", str(down.loss),
-                "--limit", str(min(down.limit, UNBOUNDED)), "--up-rate", rate(up.rate_bps), "--up-loss", str(up.loss),
-                "--up-limit", str(min(up.limit, UNBOUNDED)), "--seed", str(self.seed * 1000 + k),
-                "--realtime", str(EMU_PRIORITY)]
-        if not w.up_at_start:
-            args.append("--down-at-start")
-        err = open(self.out / f"emulator-{k}.stderr", "wb")
-        proc = subprocess.Popen(["ip", "netns", "exec", self.ns[w.emu_node].name, *args], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=err, start_new_session=True)
-        err.close()
-        self.lab.processes.append(proc)
-        assert proc.stdout is not None
-        line = proc.stdout.readline().decode()
-        if not line.startswith('{"ready"'):
-            raise RuntimeError(f"emulator {k} did not start: {line!r}")
-        self.emulators[f"e{k}"] = proc
-        if w.key:
-            self.emu_by_key[w.key] = proc
-
-    def _emu(self, key: str, command: str) -> None:
-        proc = self.emu_by_key[key]
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write((command + "\n").encode())
-        proc.stdin.flush()
-        answer = json.loads(proc.stdout.readline().decode() or "{}")
-        if not answer.get("ok"):
-            raise RuntimeError(f"emulator {key}: {command!r} refused: {answer}")
-
-    def register(self, name: str, dev: str, probe_coa: str | None = None) -> None:
-        """A Mobile IP Registration Request from `name`'s device `dev` (with the S flag for a DSBP probe)."""
-        from p4handoff.controller.packets import ethernet, udp_packet
-        from p4handoff.controller.registration import FLAG_S, RegistrationRequest
-        from p4handoff.wire import UDP_PORT_MIP_REGISTRATION
-        h = self.plan.hosts[name]
-        mac = next(m for d, m in h.devices.values() if d == dev)
-        src = probe_coa or h.address
-        gw_addr = self.plan.switches[0].address
-        req = RegistrationRequest(h.address, src, gw_addr, 0xFFFF, int(time.monotonic() * 1000) & 0xFFFFFFFF,
-                                  FLAG_S if probe_coa else 0)
-        frame = ethernet("ff:ff:ff:ff:ff:ff", mac, udp_packet(src, "255.255.255.255", UDP_PORT_MIP_REGISTRATION,
-                                                               UDP_PORT_MIP_REGISTRATION, req.encode()))
-        sock = self.ns[name].socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-        try:
-            sock.bind((dev, 0))
-            sock.send(frame)
-        finally:
-            sock.close()
-        if probe_coa is None:
-            self.registered[name] = dev
-
-    def _wait_attached(self, names: list[str], timeout: float = 15.0) -> None:
-        deadline = time.monotonic() + timeout
-        while names:
-            status = self.request({"cmd": "status", "counters": False})
-            attached = {m["mh"] for m in status["mobile_hosts"] if str(m.get("phase", "")).startswith("attached")}
-            missing = [n for n in names if n not in attached]
-            if not missing:
-                return
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"not attached after {timeout} s: {', '.join(missing)}")
-            time.sleep(0.2)
+        """Build the lab (`LabRig.start`): switches, controller, emulators, hosts attached."""
+        self.rig.start()
 
     # -- running --------------------------------------------------------------------------------------
     def run(self, progress: Callable[[float], None]) -> RunData:
@@ -367,37 +138,37 @@ class LabRun:
         for f in sorted(self.faults, key=lambda f: f.at):
             if not self._sleep_until(f.at):
                 return
-            self.fault_log.append(inject(self, f))
+            self.fault_log.append(inject(self.rig, f))
 
     def _timeline(self) -> None:
         ops = sorted(self.scn.mobility, key=lambda op: op.at - (op.warn if op.op == "detach" else 0.0))
         for op in ops:
-            h = self.plan.hosts[op.mh]
+            h = self.rig.plan.hosts[op.mh]
             if op.op == "detach" and op.notify and op.warn:
                 if not self._sleep_until(op.at - op.warn):
                     return
-                self.request({"cmd": "detach", "mh": op.mh})
+                self.rig.request({"cmd": "detach", "mh": op.mh})
             if not self._sleep_until(op.at):
                 return
             if op.op == "attach":
                 key = f"{op.mh}/{op.iface}/{op.cell}"
-                self._emu(key, "up")
+                self.rig.emu(key, "up")
                 if op.probe:
-                    self.register(op.mh, self.plan.device(op.mh, op.iface, op.cell)[0],  # type: ignore[arg-type]
+                    self.rig.register(op.mh, self.rig.plan.device(op.mh, op.iface, op.cell)[0],  # type: ignore[arg-type]
                                    probe_coa=h.coas[op.iface])
             elif op.op == "handoff":
                 cell = self._cell_of(op.mh, op.iface, op.at)
-                dev = self.plan.device(op.mh, op.iface, cell)[0]
-                self._route_via(op.mh, dev)
-                self.register(op.mh, dev)
+                dev = self.rig.plan.device(op.mh, op.iface, cell)[0]
+                self.rig.route_via(op.mh, dev)
+                self.rig.register(op.mh, dev)
             else:
                 cell = self._cell_of(op.mh, op.iface, op.at)
-                dev = self.plan.device(op.mh, op.iface, cell)[0]
-                if op.notify and not op.warn and self.active_dev.get(op.mh) == dev and self._buffers(cell):
-                    self.request({"cmd": "detach", "mh": op.mh})
-                if self.registered.get(op.mh) == dev:
-                    del self.registered[op.mh]
-                self._emu(f"{op.mh}/{op.iface}/{cell}", "down")
+                dev = self.rig.plan.device(op.mh, op.iface, cell)[0]
+                if op.notify and not op.warn and self.rig.active_dev.get(op.mh) == dev and self._buffers(cell):
+                    self.rig.request({"cmd": "detach", "mh": op.mh})
+                if self.rig.registered.get(op.mh) == dev:
+                    del self.rig.registered[op.mh]
+                self.rig.emu(f"{op.mh}/{op.iface}/{cell}", "down")
             self.data.timeline.append((time.monotonic() - self.t0, f"{op.op} {op.mh}.{op.iface}"
                                        + (f" {op.cell}" if op.cell else "")))
 
@@ -410,7 +181,7 @@ class LabRun:
     def _cell_of(self, mh: str, iface: str, t: float) -> str:
         """The cell `iface` of `mh` is attached to at scenario time `t` (from the resolved timeline)."""
         cell = None
-        start = self._start_place(mh)
+        start = self.rig.start_place(mh)
         if start and start[0] == iface:
             cell = start[1]
         for op in self.scn.mobility:
@@ -424,9 +195,9 @@ class LabRun:
 
     def _status_rows(self) -> tuple[float, dict[str, dict[str, Any]], list[tuple]]:
         """One `ctl status`: (scenario time, per-cell counters, queue rows of the sampled cells)."""
-        status = self.request({"cmd": "status"})
+        status = self.rig.request({"cmd": "status"})
         now = time.monotonic() - self.t0
-        port_cell = {v: k for k, v in self.plan.cell_ports.items()}
+        port_cell = {v: k for k, v in self.rig.plan.cell_ports.items()}
         want = set(self.scn.measure.queue_links)
         snap: dict[str, dict[str, Any]] = {}
         rows = []
@@ -460,17 +231,17 @@ class LabRun:
                 return
             for _ in range(EDGE_READ_TRIES):
                 _, snap, _ = self._status_rows()
-                if set(snap) >= set(self.plan.cell_ports):
+                if set(snap) >= set(self.rig.plan.cell_ports):
                     break
             self.data.link_snapshots[edge] = snap
 
     def _queues(self) -> None:
         """Queue occupancy and average of the sampled cells, as often as status rounds allow."""
         scn = self.scn
-        skipped = [c for c in scn.measure.queue_links if c not in self.plan.cell_ports]
+        skipped = [c for c in scn.measure.queue_links if c not in self.rig.plan.cell_ports]
         if skipped:
             self.data.notes.append(f"queue samples of wired links ({', '.join(skipped)}) are not read in the lab")
-        if not set(scn.measure.queue_links) & set(self.plan.cell_ports):
+        if not set(scn.measure.queue_links) & set(self.rig.plan.cell_ports):
             return
         interval = max(STATUS_INTERVAL, scn.measure.queue_interval)
         t = 0.0
@@ -497,10 +268,10 @@ class LabRun:
         args = [sys.executable, "-m", "p4handoff", "host", "recv", "--port", str(port),
                 "--trace", str(self.out / f"recv-{f.name}.csv"), *self._tcp_args(f)]
         err = open(self.out / f"recv-{f.name}.stderr", "wb")
-        proc = subprocess.Popen(["ip", "netns", "exec", self.ns[f.dst].name, *args], stdout=subprocess.PIPE,
+        proc = subprocess.Popen(["ip", "netns", "exec", self.rig.ns[f.dst].name, *args], stdout=subprocess.PIPE,
                                 stderr=err, start_new_session=True)
         err.close()
-        self.lab.processes.append(proc)
+        self.rig.lab.processes.append(proc)
         assert proc.stdout is not None
         line = proc.stdout.readline().decode()
         if not line.startswith("listening:"):
@@ -514,11 +285,11 @@ class LabRun:
         args = ["host", "send", "--to", f"{dst}:{5001 + k}", "--seconds", str(seconds), "--mss",
                 str(f.tcp.packet_size), "--trace", str(self.out / f"trace-{f.name}.csv"), *self._tcp_args(f)]
         err = open(self.out / f"send-{f.name}.stderr", "wb")
-        proc = subprocess.Popen(["ip", "netns", "exec", self.ns[f.src].name, sys.executable, "-c", _SENDER,
+        proc = subprocess.Popen(["ip", "netns", "exec", self.rig.ns[f.src].name, sys.executable, "-c", _SENDER,
                                  repr(self.t0 + f.start), *args], stdout=subprocess.PIPE, stderr=err,
                                 start_new_session=True)
         err.close()
-        self.lab.processes.append(proc)
+        self.rig.lab.processes.append(proc)
         self.senders[f.name] = proc
         self.data.flows[f.name] = FlowData(f.name, trace=self.out / f"trace-{f.name}.csv", losses_known=False)
 
@@ -565,30 +336,12 @@ class LabRun:
 
     # -- teardown -------------------------------------------------------------------------------------
     def close(self) -> None:
-        errors = []
         for proc in list(self.senders.values()) + list(self.receivers.values()):
             if proc.poll() is None:
                 stop_process(proc)
-        for key, proc in self.emulators.items():
-            try:
-                if proc.stdin is not None:
-                    proc.stdin.close()
-                stop_process(proc)
-                out = proc.stdout.read().decode() if proc.stdout else ""
-                stats = [json.loads(line) for line in out.splitlines() if line.startswith("{") and "down" in line]
-                if stats:
-                    self.data.counters.append({"emulator": key, **stats[-1]})
-            except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
-                errors.append(f"emulator {key}: {exc}")
-        if self.controller is not None and self.controller.poll() is None:
-            stop_process(self.controller, timeout=10)
+        counters, errors = self.rig.close()
+        self.data.counters += counters
         self._controller_log()
-        try:
-            if self.net is not None:
-                self.net.stop()                # BMv2 by PID, links, the nodes' shells
-        finally:
-            self.lab.close()
-            shutil.rmtree(self.sockets, ignore_errors=True)
         if errors:
             self.data.notes += errors
 
@@ -626,8 +379,8 @@ class LabBackend:
         run = LabRun(scn, seed, out_dir)
         try:
             run.start()
-            if self.mininet_cli and run.net is not None:
-                run.net.cli(self.mininet_cli if isinstance(self.mininet_cli, Path) else None)
+            if self.mininet_cli and run.rig.net is not None:
+                run.rig.net.cli(self.mininet_cli if isinstance(self.mininet_cli, Path) else None)
             data = run.run(progress)
         finally:
             run.close()
