@@ -25,7 +25,6 @@ count per port and class) is reported as unavailable, not guessed.
 from __future__ import annotations
 
 import csv
-import json
 import os
 import shutil
 import subprocess
@@ -37,15 +36,14 @@ from typing import Any, Callable, Sequence
 
 from p4handoff.netns import stop_process
 from p4handoff.paths import pipeline_files
+from p4handoff.lab.lab_clock import RunClock
 from p4handoff.lab.lab_faults import Fault, FaultRecord, check_faults, inject
-from p4handoff.lab.lab_plan import wire_bytes
+from p4handoff.lab.lab_observe import LabObserver
 from p4handoff.lab.lab_startup import LabRig
 from p4handoff.lab.rundata import FlowData, RunData
 from p4handoff.lab.scenario import Scenario
 
 LEAD = 3.0                 # seconds between "everything started" and t0
-EDGE_READ_TRIES = 3         # a window edge's counters are read again if a switch did not answer in time
-STATUS_INTERVAL = 0.1      # at most this often: a status round reads counters and probes every access port
 _SENDER = ("import sys, time\n"
            "from p4handoff.cli.main import main\n"
            "at = float(sys.argv[1])\n"
@@ -79,12 +77,10 @@ class LabRun:
         self.senders: dict[str, subprocess.Popen] = {}
         self.faults = check_faults(faults, [s.name for s in self.rig.plan.switches], scn.duration)
         self.fault_log: list[FaultRecord] = []
-        self.t0 = 0.0
-        self.t0_wall = 0.0
+        self.clock = RunClock()
         self.data = RunData(flows={}, link_rates={c.name: c.rate_bps for c in scn.topology.cells}, backend="lab")
         self.data.notes += self.rig.plan.notes
-        self._lock = threading.Lock()
-        self._errors: list[str] = []
+        self.observer = LabObserver(self.rig, scn, self.data, self.clock)
 
     def start(self) -> None:
         """Build the lab (`LabRig.start`): switches, controller, emulators, hosts attached."""
@@ -95,48 +91,30 @@ class LabRun:
         scn = self.scn
         for k, f in enumerate(scn.flows):
             self._start_receiver(k, f)
-        self.t0 = time.monotonic() + LEAD
-        self.t0_wall = time.time() + LEAD
+        self.clock.start_in(LEAD)
         for k, f in enumerate(scn.flows):
             self._start_sender(k, f)
-        threads = [threading.Thread(target=self._guard, args=(fn,), daemon=True)
-                   for fn in (self._timeline, self._edges, self._queues, self._faults)]
+        threads = [threading.Thread(target=self.clock.guard, args=(fn,), daemon=True)
+                   for fn in (self._timeline, self.observer.edges, self.observer.queues, self._faults)]
         for t in threads:
             t.start()
-        end = self.t0 + scn.duration
+        end = self.clock.t0 + scn.duration
         while time.monotonic() < end:
-            progress(max(0.0, time.monotonic() - self.t0))
+            progress(max(0.0, self.clock.now()))
             time.sleep(min(0.5, max(0.0, end - time.monotonic())))
-            if self._errors:
+            if self.clock.errors:
                 break
         for t in threads:
             t.join(timeout=5.0)
-        if self._errors:
-            raise RuntimeError("lab run failed: " + "; ".join(self._errors))
+        if self.clock.errors:
+            raise RuntimeError("lab run failed: " + "; ".join(self.clock.errors))
         self._finish_flows()
         return self.data
-
-    def _guard(self, fn: Callable[[], None]) -> None:
-        try:
-            fn()
-        except Exception as exc:  # reported by run(), which stops the experiment
-            with self._lock:
-                self._errors.append(f"{fn.__name__}: {exc}")
-
-    def _sleep_until(self, t: float) -> bool:
-        """Wait for scenario time `t`; False if the run is failing or over."""
-        while True:
-            left = self.t0 + t - time.monotonic()
-            if self._errors:
-                return False
-            if left <= 0:
-                return True
-            time.sleep(min(left, 0.05))
 
     def _faults(self) -> None:
         """The fault schedule: each element killed -9 at its instant and started again (p4handoff.lab.lab_faults)."""
         for f in sorted(self.faults, key=lambda f: f.at):
-            if not self._sleep_until(f.at):
+            if not self.clock.sleep_until(f.at):
                 return
             self.fault_log.append(inject(self.rig, f))
 
@@ -145,10 +123,10 @@ class LabRun:
         for op in ops:
             h = self.rig.plan.hosts[op.mh]
             if op.op == "detach" and op.notify and op.warn:
-                if not self._sleep_until(op.at - op.warn):
+                if not self.clock.sleep_until(op.at - op.warn):
                     return
                 self.rig.request({"cmd": "detach", "mh": op.mh})
-            if not self._sleep_until(op.at):
+            if not self.clock.sleep_until(op.at):
                 return
             if op.op == "attach":
                 key = f"{op.mh}/{op.iface}/{op.cell}"
@@ -169,7 +147,7 @@ class LabRun:
                 if self.rig.registered.get(op.mh) == dev:
                     del self.rig.registered[op.mh]
                 self.rig.emu(f"{op.mh}/{op.iface}/{cell}", "down")
-            self.data.timeline.append((time.monotonic() - self.t0, f"{op.op} {op.mh}.{op.iface}"
+            self.data.timeline.append((self.clock.now(), f"{op.op} {op.mh}.{op.iface}"
                                        + (f" {op.cell}" if op.cell else "")))
 
     def _buffers(self, cell: str) -> bool:
@@ -192,63 +170,6 @@ class LabRun:
         if cell is None:
             raise RuntimeError(f"{mh}.{iface} is in no cell at t={t}")
         return cell
-
-    def _status_rows(self) -> tuple[float, dict[str, dict[str, Any]], list[tuple]]:
-        """One `ctl status`: (scenario time, per-cell counters, queue rows of the sampled cells)."""
-        status = self.rig.request({"cmd": "status"})
-        now = time.monotonic() - self.t0
-        port_cell = {v: k for k, v in self.rig.plan.cell_ports.items()}
-        want = set(self.scn.measure.queue_links)
-        snap: dict[str, dict[str, Any]] = {}
-        rows = []
-        for entry in status.get("ports", []):
-            cell = port_cell.get((entry["switch"], entry["port"]))
-            if cell is None:
-                continue
-            c = entry.get("counters") or {}
-            aqm = entry.get("aqm")
-            if cell in want and aqm:
-                occ = aqm["occupancy"]
-                rows.append((now, cell, occ["np"] + occ["prio"] + occ["dummy"], occ["np"] + occ["prio"],
-                             occ["dummy"], aqm["avg_packets"]))
-            if not c:
-                continue                 # the switch did not answer in time: no reading rather than zeros
-            dequeued = sum(c.get("aqm_dequeued", {}).values())
-            drops = {k: sum(c.get(k, {}).values()) for k in ("aqm_red_dropped", "aqm_overflow_dropped",
-                                                               "aqm_dummy_dropped")}
-            admitted = {k: v for k, v in (c.get("aqm_enqueued") or {}).items()}
-            read_at = entry.get("counters_read_at")     # when the switch held these counts (wall clock)
-            at = now if read_at is None else read_at - self.t0_wall
-            snap[cell] = {"bytes_sent": dequeued * wire_bytes(self.scn), "drops": drops, "dequeued": dequeued,
-                          "admitted": admitted, "read_at": round(at, 4)}
-        return now, snap, rows
-
-    def _edges(self) -> None:
-        """Per-port counters at every window edge (utilisation and drops in the windows)."""
-        scn = self.scn
-        for edge in sorted({w.t0 for w in scn.measure.windows} | {w.t1 for w in scn.measure.windows}):
-            if not self._sleep_until(edge):
-                return
-            for _ in range(EDGE_READ_TRIES):
-                _, snap, _ = self._status_rows()
-                if set(snap) >= set(self.rig.plan.cell_ports):
-                    break
-            self.data.link_snapshots[edge] = snap
-
-    def _queues(self) -> None:
-        """Queue occupancy and average of the sampled cells, as often as status rounds allow."""
-        scn = self.scn
-        skipped = [c for c in scn.measure.queue_links if c not in self.rig.plan.cell_ports]
-        if skipped:
-            self.data.notes.append(f"queue samples of wired links ({', '.join(skipped)}) are not read in the lab")
-        if not set(scn.measure.queue_links) & set(self.rig.plan.cell_ports):
-            return
-        interval = max(STATUS_INTERVAL, scn.measure.queue_interval)
-        t = 0.0
-        while t <= scn.duration and self._sleep_until(t):
-            now, _, rows = self._status_rows()
-            self.data.queue_rows += rows
-            t = max(t + interval, now)   # a slow status round delays the next sample instead of queueing them
 
     # -- hosts ----------------------------------------------------------------------------------------
     def _tcp_args(self, f: Any) -> list[str]:
@@ -286,7 +207,7 @@ class LabRun:
                 str(f.tcp.packet_size), "--trace", str(self.out / f"trace-{f.name}.csv"), *self._tcp_args(f)]
         err = open(self.out / f"send-{f.name}.stderr", "wb")
         proc = subprocess.Popen(["ip", "netns", "exec", self.rig.ns[f.src].name, sys.executable, "-c", _SENDER,
-                                 repr(self.t0 + f.start), *args], stdout=subprocess.PIPE, stderr=err,
+                                 repr(self.clock.t0 + f.start), *args], stdout=subprocess.PIPE, stderr=err,
                                 start_new_session=True)
         err.close()
         self.rig.lab.processes.append(proc)
@@ -308,7 +229,7 @@ class LabRun:
                 self.data.notes.append(f"flow {name}: the sender left no trace "
                                        f"({(self.out / f'send-{name}.stderr').read_text()[-300:]!r})")
                 continue
-            offset = start - self.t0
+            offset = start - self.clock.t0
             self._read_trace(fd, offset)
             rtx = next((line.split(":", 1)[1].strip() for line in text.splitlines()
                         if line.startswith("retransmits:")), None)
@@ -341,26 +262,9 @@ class LabRun:
                 stop_process(proc)
         counters, errors = self.rig.close()
         self.data.counters += counters
-        self._controller_log()
+        self.observer.controller_log()
         if errors:
             self.data.notes += errors
-
-    def _controller_log(self) -> None:
-        log = self.out / "controller.log"
-        if not log.exists() or not self.t0_wall:
-            return
-        for line in log.read_text().splitlines():
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            if row.get("event") == "handoff_active":
-                self.data.notes.append(f"controller: handoff of {row.get('mh')} active {row.get('duration_ms')} ms "
-                                       "after its registration (registration → new path, buffer flushed, notified)")
-            if row.get("event") in ("notified", "handoff_complete", "handoff_active", "detached", "probe_up"):
-                self.data.notifications.append((row["ts"] - self.t0_wall, f"{row['event']} "
-                                                 + json.dumps({k: v for k, v in row.items() if k not in ("ts", "event")})))
-
 
 class LabBackend:
     """The runner's view: one `LabRun` per run, torn down whatever happens.
