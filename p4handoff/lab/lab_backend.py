@@ -40,6 +40,7 @@ from p4handoff.lab.lab_clock import RunClock
 from p4handoff.lab.lab_faults import Fault, FaultRecord, check_faults, inject
 from p4handoff.lab.lab_observe import LabObserver
 from p4handoff.lab.lab_startup import LabRig
+from p4handoff.lab.lab_timeline import LabTimeline
 from p4handoff.lab.rundata import FlowData, RunData
 from p4handoff.lab.scenario import Scenario
 
@@ -81,6 +82,7 @@ class LabRun:
         self.data = RunData(flows={}, link_rates={c.name: c.rate_bps for c in scn.topology.cells}, backend="lab")
         self.data.notes += self.rig.plan.notes
         self.observer = LabObserver(self.rig, scn, self.data, self.clock)
+        self.timeline = LabTimeline(self.rig, scn, self.data, self.clock)
 
     def start(self) -> None:
         """Build the lab (`LabRig.start`): switches, controller, emulators, hosts attached."""
@@ -95,7 +97,7 @@ class LabRun:
         for k, f in enumerate(scn.flows):
             self._start_sender(k, f)
         threads = [threading.Thread(target=self.clock.guard, args=(fn,), daemon=True)
-                   for fn in (self._timeline, self.observer.edges, self.observer.queues, self._faults)]
+                   for fn in (self.timeline.play, self.observer.edges, self.observer.queues, self._faults)]
         for t in threads:
             t.start()
         end = self.clock.t0 + scn.duration
@@ -117,59 +119,6 @@ class LabRun:
             if not self.clock.sleep_until(f.at):
                 return
             self.fault_log.append(inject(self.rig, f))
-
-    def _timeline(self) -> None:
-        ops = sorted(self.scn.mobility, key=lambda op: op.at - (op.warn if op.op == "detach" else 0.0))
-        for op in ops:
-            h = self.rig.plan.hosts[op.mh]
-            if op.op == "detach" and op.notify and op.warn:
-                if not self.clock.sleep_until(op.at - op.warn):
-                    return
-                self.rig.request({"cmd": "detach", "mh": op.mh})
-            if not self.clock.sleep_until(op.at):
-                return
-            if op.op == "attach":
-                key = f"{op.mh}/{op.iface}/{op.cell}"
-                self.rig.emu(key, "up")
-                if op.probe:
-                    self.rig.register(op.mh, self.rig.plan.device(op.mh, op.iface, op.cell)[0],  # type: ignore[arg-type]
-                                   probe_coa=h.coas[op.iface])
-            elif op.op == "handoff":
-                cell = self._cell_of(op.mh, op.iface, op.at)
-                dev = self.rig.plan.device(op.mh, op.iface, cell)[0]
-                self.rig.route_via(op.mh, dev)
-                self.rig.register(op.mh, dev)
-            else:
-                cell = self._cell_of(op.mh, op.iface, op.at)
-                dev = self.rig.plan.device(op.mh, op.iface, cell)[0]
-                if op.notify and not op.warn and self.rig.active_dev.get(op.mh) == dev and self._buffers(cell):
-                    self.rig.request({"cmd": "detach", "mh": op.mh})
-                if self.rig.registered.get(op.mh) == dev:
-                    del self.rig.registered[op.mh]
-                self.rig.emu(f"{op.mh}/{op.iface}/{cell}", "down")
-            self.data.timeline.append((self.clock.now(), f"{op.op} {op.mh}.{op.iface}"
-                                       + (f" {op.cell}" if op.cell else "")))
-
-    def _buffers(self, cell: str) -> bool:
-        """Does the cell's BS keep a departed MH's packets (IPF)? Only then is the controller told of a
-        detach without warning: it would buffer them, where the scenario says they are lost in the air."""
-        bs = self.scn.topology.cell(cell).bs
-        return any(b.name == bs and b.ipf for b in self.scn.topology.base_stations)
-
-    def _cell_of(self, mh: str, iface: str, t: float) -> str:
-        """The cell `iface` of `mh` is attached to at scenario time `t` (from the resolved timeline)."""
-        cell = None
-        start = self.rig.start_place(mh)
-        if start and start[0] == iface:
-            cell = start[1]
-        for op in self.scn.mobility:
-            if op.at > t:
-                break
-            if op.mh == mh and op.iface == iface and op.op == "attach":
-                cell = op.cell
-        if cell is None:
-            raise RuntimeError(f"{mh}.{iface} is in no cell at t={t}")
-        return cell
 
     # -- hosts ----------------------------------------------------------------------------------------
     def _tcp_args(self, f: Any) -> list[str]:
