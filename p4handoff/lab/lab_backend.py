@@ -3,17 +3,17 @@
 `p4handoff.lab.lab_startup.LabRig` builds the lab the plan describes
 (Mininet nodes, BMv2 switches, the controller, hosts registered where they
 start, emulators) and takes it down; a `LabRun` plays the scenario on it in
-real time:
+real time, on one clock (`p4handoff.lab.lab_clock`):
 
-1. receivers (`p4handoff host recv`), then senders (`p4handoff host send`)
-   started at t0 + flow start; the timeline plays: attach = emulator up
-   (+ a registration with the S flag for a DSBP probe), handoff = a
-   registration from the new radio and the MH's default route moved to it,
-   detach = `ctl detach` (if it carried the home address) and emulator down;
-2. during the run `ctl status` is sampled for queue occupancy and average
-   (telemetry over P4Runtime packet I/O) and at the windows' edges for the
-   per-port counters;
-3. the senders' traces become the flows' delivery curves.
+1. the flows' receivers, then their senders, started at t0 + flow start
+   (`p4handoff.lab.lab_flows`);
+2. the mobility timeline (`p4handoff.lab.lab_timeline`): attach, handoff
+   and detach as emulator links, registrations and `ctl detach`;
+3. during the run `ctl status` is sampled for queue occupancy and average
+   and at the windows' edges for the per-port counters
+   (`p4handoff.lab.lab_observe`);
+4. the senders' traces become the flows' delivery curves, the
+   controller's log the run's notifications.
 
 A run may also be given faults (`p4handoff.lab.lab_faults`, used by `make chaos`):
 each kills a switch's BMv2 or the controller with SIGKILL at its instant
@@ -24,33 +24,24 @@ count per port and class) is reported as unavailable, not guessed.
 """
 from __future__ import annotations
 
-import csv
 import os
 import shutil
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
-from p4handoff.netns import stop_process
 from p4handoff.paths import pipeline_files
 from p4handoff.lab.lab_clock import RunClock
 from p4handoff.lab.lab_faults import Fault, FaultRecord, check_faults, inject
+from p4handoff.lab.lab_flows import LabFlows
 from p4handoff.lab.lab_observe import LabObserver
 from p4handoff.lab.lab_startup import LabRig
 from p4handoff.lab.lab_timeline import LabTimeline
-from p4handoff.lab.rundata import FlowData, RunData
+from p4handoff.lab.rundata import RunData
 from p4handoff.lab.scenario import Scenario
 
 LEAD = 3.0                 # seconds between "everything started" and t0
-_SENDER = ("import sys, time\n"
-           "from p4handoff.cli.main import main\n"
-           "at = float(sys.argv[1])\n"
-           "time.sleep(max(0.0, at - time.monotonic()))\n"
-           "print('t_start:', repr(time.monotonic()), flush=True)\n"
-           "sys.exit(main(sys.argv[2:]))\n")
 
 
 def available() -> tuple[bool, str]:
@@ -72,10 +63,7 @@ class LabRun:
 
     def __init__(self, scn: Scenario, seed: int, out: Path, faults: Sequence[Fault] = ()) -> None:
         self.scn = scn
-        self.out = out
         self.rig = LabRig(scn, seed, out)
-        self.receivers: dict[str, subprocess.Popen] = {}
-        self.senders: dict[str, subprocess.Popen] = {}
         self.faults = check_faults(faults, [s.name for s in self.rig.plan.switches], scn.duration)
         self.fault_log: list[FaultRecord] = []
         self.clock = RunClock()
@@ -83,6 +71,7 @@ class LabRun:
         self.data.notes += self.rig.plan.notes
         self.observer = LabObserver(self.rig, scn, self.data, self.clock)
         self.timeline = LabTimeline(self.rig, scn, self.data, self.clock)
+        self.flows = LabFlows(self.rig, scn, self.data, self.clock)
 
     def start(self) -> None:
         """Build the lab (`LabRig.start`): switches, controller, emulators, hosts attached."""
@@ -91,11 +80,9 @@ class LabRun:
     # -- running --------------------------------------------------------------------------------------
     def run(self, progress: Callable[[float], None]) -> RunData:
         scn = self.scn
-        for k, f in enumerate(scn.flows):
-            self._start_receiver(k, f)
+        self.flows.start_receivers()
         self.clock.start_in(LEAD)
-        for k, f in enumerate(scn.flows):
-            self._start_sender(k, f)
+        self.flows.start_senders()
         threads = [threading.Thread(target=self.clock.guard, args=(fn,), daemon=True)
                    for fn in (self.timeline.play, self.observer.edges, self.observer.queues, self._faults)]
         for t in threads:
@@ -110,7 +97,7 @@ class LabRun:
             t.join(timeout=5.0)
         if self.clock.errors:
             raise RuntimeError("lab run failed: " + "; ".join(self.clock.errors))
-        self._finish_flows()
+        self.flows.finish()
         return self.data
 
     def _faults(self) -> None:
@@ -120,100 +107,16 @@ class LabRun:
                 return
             self.fault_log.append(inject(self.rig, f))
 
-    # -- hosts ----------------------------------------------------------------------------------------
-    def _tcp_args(self, f: Any) -> list[str]:
-        t = f.tcp
-        args = ["--scheme", f.scheme, "--window-segments", str(t.window), "--min-rto", str(t.min_rto),
-                "--iw", str(t.iw), "--timeout", str(self.scn.duration + 60)]
-        if not t.sack:
-            args.append("--no-sack")
-        if not t.timestamps:
-            args.append("--no-timestamps")
-        if t.delayed_ack:
-            args.append("--delayed-ack")
-        return args
-
-    def _start_receiver(self, k: int, f: Any) -> None:
-        port = 5001 + k
-        args = [sys.executable, "-m", "p4handoff", "host", "recv", "--port", str(port),
-                "--trace", str(self.out / f"recv-{f.name}.csv"), *self._tcp_args(f)]
-        err = open(self.out / f"recv-{f.name}.stderr", "wb")
-        proc = subprocess.Popen(["ip", "netns", "exec", self.rig.ns[f.dst].name, *args], stdout=subprocess.PIPE,
-                                stderr=err, start_new_session=True)
-        err.close()
-        self.rig.lab.processes.append(proc)
-        assert proc.stdout is not None
-        line = proc.stdout.readline().decode()
-        if not line.startswith("listening:"):
-            raise RuntimeError(f"receiver of {f.name} did not start: {line!r} "
-                               f"{(self.out / f'recv-{f.name}.stderr').read_text()[-1000:]}")
-        self.receivers[f.name] = proc
-
-    def _start_sender(self, k: int, f: Any) -> None:
-        dst = self.scn.topology.address_of(f.dst)
-        seconds = (f.stop if f.stop is not None else self.scn.duration) - f.start
-        args = ["host", "send", "--to", f"{dst}:{5001 + k}", "--seconds", str(seconds), "--mss",
-                str(f.tcp.packet_size), "--trace", str(self.out / f"trace-{f.name}.csv"), *self._tcp_args(f)]
-        err = open(self.out / f"send-{f.name}.stderr", "wb")
-        proc = subprocess.Popen(["ip", "netns", "exec", self.rig.ns[f.src].name, sys.executable, "-c", _SENDER,
-                                 repr(self.clock.t0 + f.start), *args], stdout=subprocess.PIPE, stderr=err,
-                                start_new_session=True)
-        err.close()
-        self.rig.lab.processes.append(proc)
-        self.senders[f.name] = proc
-        self.data.flows[f.name] = FlowData(f.name, trace=self.out / f"trace-{f.name}.csv", losses_known=False)
-
-    def _finish_flows(self) -> None:
-        for name, proc in self.senders.items():
-            try:
-                out, _ = proc.communicate(timeout=30)
-            except subprocess.TimeoutExpired as exc:
-                stop_process(proc)
-                out = (exc.output or b"") + (proc.stdout.read() if proc.stdout else b"")
-                self.data.notes.append(f"flow {name}: the sender had not finished 30 s after the run; stopped")
-            text = out.decode(errors="replace") if isinstance(out, bytes) else (out or "")
-            start = next((float(line.split()[1]) for line in text.splitlines() if line.startswith("t_start:")), None)
-            fd = self.data.flows[name]
-            if start is None or fd.trace is None or not fd.trace.exists():
-                self.data.notes.append(f"flow {name}: the sender left no trace "
-                                       f"({(self.out / f'send-{name}.stderr').read_text()[-300:]!r})")
-                continue
-            offset = start - self.clock.t0
-            self._read_trace(fd, offset)
-            rtx = next((line.split(":", 1)[1].strip() for line in text.splitlines()
-                        if line.startswith("retransmits:")), None)
-            if rtx is not None:
-                fd.retransmits = int(rtx)
-
-    @staticmethod
-    def _read_trace(fd: FlowData, offset: float) -> None:
-        with fd.trace.open() as fh:  # type: ignore[union-attr]
-            for row in csv.DictReader(fh):
-                t = float(row["time"]) + offset
-                acked = int(row["snd_una"])
-                if not fd.ack_bytes or acked > fd.ack_bytes[-1]:
-                    fd.ack_times.append(t)
-                    fd.ack_bytes.append(acked)
-        shifted = fd.trace.with_suffix(".aligned.csv")  # type: ignore[union-attr]
-        with fd.trace.open() as src, shifted.open("w", newline="") as dst:  # type: ignore[union-attr]
-            reader = csv.DictReader(src)
-            writer = csv.DictWriter(dst, fieldnames=reader.fieldnames or [], lineterminator="\n")
-            writer.writeheader()
-            for row in reader:
-                row["time"] = f"{float(row['time']) + offset:.6f}"
-                writer.writerow(row)
-        fd.trace = shifted
-
     # -- teardown -------------------------------------------------------------------------------------
     def close(self) -> None:
-        for proc in list(self.senders.values()) + list(self.receivers.values()):
-            if proc.poll() is None:
-                stop_process(proc)
+        """Stop the flows, take the lab down (`LabRig.close`), keep what the emulators and the controller logged."""
+        self.flows.stop()
         counters, errors = self.rig.close()
         self.data.counters += counters
         self.observer.controller_log()
         if errors:
             self.data.notes += errors
+
 
 class LabBackend:
     """The runner's view: one `LabRun` per run, torn down whatever happens.
