@@ -1,5 +1,8 @@
 """A lab run's scenario clock, shared by the threads that play the run, and the errors that stop it.
 
+`RunPart` is what each of those parts (flows, timeline, observer) holds:
+the built lab, the scenario, the run's record and this clock.
+
 Scenario time 0 is `t0` on the monotonic clock (`t0_wall` on the wall
 clock, for times the controller and the switches log). A thread that fails
 records why; from then on every wait returns False, so the others stop too
@@ -10,6 +13,10 @@ from __future__ import annotations
 import threading
 import time
 from typing import Callable
+
+from p4handoff.lab.lab_startup import LabRig
+from p4handoff.lab.rundata import RunData
+from p4handoff.lab.scenario import Scenario
 
 
 class RunClock:
@@ -47,3 +54,13 @@ class RunClock:
         except Exception as exc:  # reported by the run, which stops the experiment
             with self._lock:
                 self.errors.append(f"{fn.__name__}: {exc}")
+
+
+class RunPart:
+    """A part of a playing lab run: it acts on `rig`, reads `scn`, records into `data`, keeps time by `clock`."""
+
+    def __init__(self, rig: LabRig, scn: Scenario, data: RunData, clock: RunClock) -> None:
+        self.rig = rig
+        self.scn = scn
+        self.data = data
+        self.clock = clock

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from p4handoff.netns import stop_process
-from p4handoff.lab.lab_clock import RunClock
+from p4handoff.lab.lab_clock import RunClock, RunPart
 from p4handoff.lab.lab_startup import LabRig
 from p4handoff.lab.rundata import FlowData, RunData
 from p4handoff.lab.scenario import Scenario
@@ -27,14 +27,11 @@ _SENDER = ("import sys, time\n"
            "sys.exit(main(sys.argv[2:]))\n")
 
 
-class LabFlows:
+class LabFlows(RunPart):
     """The scenario's flows on the running lab (`rig`): each a receiver and a sender process."""
 
     def __init__(self, rig: LabRig, scn: Scenario, data: RunData, clock: RunClock) -> None:
-        self.rig = rig
-        self.scn = scn
-        self.data = data
-        self.clock = clock
+        super().__init__(rig, scn, data, clock)
         self.receivers: dict[str, subprocess.Popen] = {}
         self.senders: dict[str, subprocess.Popen] = {}
 

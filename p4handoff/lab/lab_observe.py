@@ -11,24 +11,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from p4handoff.lab.lab_clock import RunClock
+from p4handoff.lab.lab_clock import RunPart
 from p4handoff.lab.lab_plan import wire_bytes
-from p4handoff.lab.lab_startup import LabRig
-from p4handoff.lab.rundata import RunData
-from p4handoff.lab.scenario import Scenario
 
 EDGE_READ_TRIES = 3         # a window edge's counters are read again if a switch did not answer in time
 STATUS_INTERVAL = 0.1      # at most this often: a status round reads counters and probes every access port
 
 
-class LabObserver:
+class LabObserver(RunPart):
     """Reads the running lab (`rig`) into the run's record (`data`) at the scenario's instants."""
-
-    def __init__(self, rig: LabRig, scn: Scenario, data: RunData, clock: RunClock) -> None:
-        self.rig = rig
-        self.scn = scn
-        self.data = data
-        self.clock = clock
 
     def status_rows(self) -> tuple[float, dict[str, dict[str, Any]], list[tuple]]:
         """One `ctl status`: (scenario time, per-cell counters, queue rows of the sampled cells)."""

@@ -9,20 +9,11 @@ marked on the run's timeline as it happens.
 """
 from __future__ import annotations
 
-from p4handoff.lab.lab_clock import RunClock
-from p4handoff.lab.lab_startup import LabRig
-from p4handoff.lab.rundata import RunData
-from p4handoff.lab.scenario import Scenario
+from p4handoff.lab.lab_clock import RunPart
 
 
-class LabTimeline:
+class LabTimeline(RunPart):
     """Plays `scn.mobility` on the running lab (`rig`) by the run's clock."""
-
-    def __init__(self, rig: LabRig, scn: Scenario, data: RunData, clock: RunClock) -> None:
-        self.rig = rig
-        self.scn = scn
-        self.data = data
-        self.clock = clock
 
     def play(self) -> None:
         """Each mobility op at its instant (a warned detach's `ctl detach` `warn` seconds before)."""
