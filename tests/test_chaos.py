@@ -13,8 +13,9 @@ from typing import Callable, TypeVar
 import pytest
 
 from tests.bmv2_support import BMV2_NETNS_MARKS, LAB_MARKS
-from p4handoff.lab.chaos import FaultRun, FlowLoss, main, p99, run_matrix, summary
+from p4handoff.lab.chaos import main, p99, run_matrix, summary
 from p4handoff.lab.chaos_lab import LabChaos, tcp_stall
+from p4handoff.lab.chaos_runs import FaultRun, FlowLoss
 from p4handoff.lab.lab_faults import Fault, check_faults
 from p4handoff.lab.rundata import FlowData
 

@@ -26,7 +26,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from p4handoff.controller.mobility import Mobility, MobilityError
+from p4handoff.controller.mh_state import MobilityError
+from p4handoff.controller.mobility import Mobility
 from p4handoff.controller.network import parse_network
 from p4handoff.controller.punts import dispatch
 from tests.ctl_fakenet import FakeNet

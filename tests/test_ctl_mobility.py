@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from p4handoff.controller.intents import Deliver, Forward, Punt, Release, SendToward, SetRoute, Tunnel
-from p4handoff.controller.mobility import Mobility, MobilityError, Phase
+from p4handoff.controller.mh_state import MobilityError, Phase
+from p4handoff.controller.mobility import Mobility
 from p4handoff.controller.network import parse_network
 from p4handoff.controller.packets import parse_ipv4
 from p4handoff.controller.registration import RegistrationRequest, ReplyCode

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from p4handoff.controller.buffer import BufferPool
 from p4handoff.controller.intents import Deliver, Forward, Release
-from p4handoff.controller.mobility import Mobility, Phase
+from p4handoff.controller.mh_state import Phase
+from p4handoff.controller.mobility import Mobility
 from p4handoff.controller.network import parse_network
 from p4handoff.controller.registration import RegistrationRequest
 from p4handoff.controller.spool import PUSH, REMOVE, Record, Spool, SpoolError, decode_all, encode

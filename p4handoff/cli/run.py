@@ -30,7 +30,8 @@ from p4handoff.hosts.cc import SCHEMES, scheme_summary
 from p4handoff.argtypes import whole_number
 from p4handoff.interrupt import sigterm_as_interrupt
 from p4handoff.lab.execute import cpu_count, make_pool
-from p4handoff.lab.runner import RESULTS_ROOT, Backend, SweepIncomplete, execute_sweeps, plan_sweep, read_plan, resume_sweep
+from p4handoff.lab.backend import Backend
+from p4handoff.lab.runner import RESULTS_ROOT, SweepIncomplete, execute_sweeps, plan_sweep, read_plan, resume_sweep
 from p4handoff.lab.scenario import SweepAxis, load
 from p4handoff.lab.units import ScenarioError
 

@@ -29,7 +29,8 @@ from typing import IO, Any, Callable
 from p4handoff.controller.control import ControlRequest, ControlServer
 from p4handoff.controller.description_watch import DescriptionWatch
 from p4handoff.controller.intents import Completed, Effect, PacketEffect, Release, SetRoute
-from p4handoff.controller.mobility import Mobility, MobilityError
+from p4handoff.controller.mh_state import MobilityError
+from p4handoff.controller.mobility import Mobility
 from p4handoff.controller.network import PORT_ACCESS, Network
 from p4handoff.controller.p4runtime import P4RuntimeError, TableEntry
 from p4handoff.controller.release_fence import ReleaseFences

@@ -1,6 +1,6 @@
 """Start the controller daemon (`p4handoff ctl run`, the real command line) and wait until it serves.
 
-The controller testbed (p4handoff.controller.testbed) and the lab (p4handoff.lab.lab_backend, whose
+The controller testbed (p4handoff.controller.testbed) and the lab (p4handoff.lab.lab_startup, whose
 chaos faults kill and restart the controller through it) both start it here, so
 both wait for the same thing: the daemon answers `status` on its control socket
 and reports every switch of its description up.

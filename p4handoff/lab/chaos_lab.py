@@ -9,7 +9,7 @@ midway through its outage (its old BS is diverting its packets into the
 controller's buffer), *after* = 3.5 s after its registration at the new BS.
 
 Measured per run, beside the TCP flows (bytes retransmitted, longest stall,
-bytes delivered; `p4handoff.lab.chaos.FlowLoss`): sequence-numbered UDP probes from
+bytes delivered; `p4handoff.lab.chaos_runs.FlowLoss`): sequence-numbered UDP probes from
 the correspondent to every host in a cell (`PROBE_RATE` per second each,
 64-byte payloads), whose losses are exact. **Recovery** of a switch =
 restart → arrival of the first probe sent after the restart through it (to
@@ -32,8 +32,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from p4handoff.lab.chaos import FaultRun, FlowLoss
+from p4handoff.lab.chaos_runs import FaultRun, FlowLoss
 from p4handoff.lab.lab_faults import CONTROLLER, Fault, register_again
+from p4handoff.lab.lab_startup import LabRig
 from p4handoff.lab.rundata import FlowData
 from p4handoff.lab.scenario import Scenario, load
 
@@ -49,16 +50,16 @@ BEFORE, AFTER = 4.0, 3.5   # seconds before the MH leaves its cell / after it re
 class UdpProbes:
     """Sequence-numbered UDP datagrams from `src` to each of `dsts`, `rate` per second each, on two threads."""
 
-    def __init__(self, run: Any, src: str, dsts: list[str], rate: float = PROBE_RATE) -> None:
+    def __init__(self, rig: LabRig, src: str, dsts: list[str], rate: float = PROBE_RATE) -> None:
         self.rate = rate
         self.dsts = dsts
-        self.addr = {d: run.plan.hosts[d].address for d in dsts}
+        self.addr = {d: rig.plan.hosts[d].address for d in dsts}
         self.sent: dict[str, list[float]] = {d: [] for d in dsts}                # send instant of each seq
         self.arrivals: dict[str, list[tuple[float, int]]] = {d: [] for d in dsts}  # (arrival, seq)
-        self._tx = run.ns[src].socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self._tx = rig.ns[src].socket(socket.AF_INET, socket.SOCK_DGRAM)
         self._rx: dict[socket.socket, str] = {}
         for d in dsts:
-            s = run.ns[d].socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s = rig.ns[d].socket(socket.AF_INET, socket.SOCK_DGRAM)
             s.bind(("0.0.0.0", PROBE_PORT))
             s.setblocking(False)
             self._rx[s] = d
@@ -195,13 +196,13 @@ class LabChaos:
             try:
                 run.start()
                 src = next(n for n, h in self.plan.hosts.items() if h.kind == "fixed")
-                probes = UdpProbes(run, src, sorted(n for n, h in self.plan.hosts.items() if h.kind != "fixed"))
+                probes = UdpProbes(run.rig, src, sorted(n for n, h in self.plan.hosts.items() if h.kind != "fixed"))
                 probes.start()
                 data = run.run(lambda _t: None)
                 probes.stop_sending()
-                res.handoff_complete, status, again = self._settle(run)
+                res.handoff_complete, status, again = self._settle(run.rig)
                 probes.stop()
-                entries = {s.name: run.request({"cmd": "entries", "switch": s.name})["entries"]
+                entries = {s.name: run.rig.request({"cmd": "entries", "switch": s.name})["entries"]
                            for s in self.plan.switches}
             finally:
                 if probes is not None:
@@ -220,7 +221,7 @@ class LabChaos:
             res.flows.append(FlowLoss(f"udp:{d}", "udp", self.moving(d), self.path(d),
                                       len(probes.lost(d)) * PROBE_PAYLOAD))
         res.details = {"probe_rate": probes.rate, "probes_sent": {d: len(v) for d, v in probes.sent.items()},
-                       "probes_lost_sent_at": {d: [round(probes.sent[d][seq] - run.t0, 3) for seq in probes.lost(d)]
+                       "probes_lost_sent_at": {d: [round(probes.sent[d][seq] - run.clock.t0, 3) for seq in probes.lost(d)]
                                                for d in probes.dsts},
                        "registered_again_after_run": again, "buffer_total": status.get("buffer_total"),
                        "notes": data.notes}
@@ -237,21 +238,21 @@ class LabChaos:
                 res.recovery_ms = (first - rec.restarted) * 1000 if first is not None else math.inf
         return res, entries
 
-    def _settle(self, run: Any) -> tuple[bool, dict[str, Any], list[str]]:
+    def _settle(self, rig: LabRig) -> tuple[bool, dict[str, Any], list[str]]:
         """Wait until every host is attached where it last registered, nothing held or buffered, every
         switch up; a host nobody answered registers again every `REGISTER_AGAIN_EVERY` s."""
         deadline = time.monotonic() + SETTLE_TIMEOUT
         again_at = time.monotonic() + REGISTER_AGAIN_EVERY
         again: list[str] = []
         while True:
-            st = run.request({"cmd": "status", "counters": False})
+            st = rig.request({"cmd": "status", "counters": False})
             where = {m["mh"]: m for m in st["mobile_hosts"]}
             done = st["buffer_total"] == 0 and all(s["state"] == "up" for s in st["switches"]) and all(
-                where[h]["bs"] == run.plan.bs_of_device(h, dev) and where[h]["phase"] == "attached"
-                and not where[h]["holds"] for h, dev in run.registered.items())
+                where[h]["bs"] == rig.plan.bs_of_device(h, dev) and where[h]["phase"] == "attached"
+                and not where[h]["holds"] for h, dev in rig.registered.items())
             if done or time.monotonic() > deadline:
                 return done, st, again
             if time.monotonic() > again_at:
-                again += register_again(run)
+                again += register_again(rig)
                 again_at += REGISTER_AGAIN_EVERY
             time.sleep(0.2)

@@ -25,7 +25,7 @@ from typing import Any
 from p4handoff.controller.control import ControlError
 from p4handoff.controller.testbed import Collector, Testbed, mh_ip, mh_name, received_seqs
 from p4handoff.netns import stop_process
-from p4handoff.lab.chaos import FaultRun, FlowLoss
+from p4handoff.lab.chaos_runs import FaultRun, FlowLoss
 
 RATE = 100                   # packets/s per flow
 PAYLOAD = 64                 # UDP payload bytes (4 of them the sequence number)

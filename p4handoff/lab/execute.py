@@ -21,14 +21,12 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from p4handoff.lab import compact, metrics
+from p4handoff.lab.backend import Backend
 from p4handoff.lab.rundata import FlowData, RunData
 from p4handoff.lab.scenario import Scenario
-
-if TYPE_CHECKING:
-    from p4handoff.lab.runner import Backend
 
 LAB_RESOURCE = "lab"   # a Dask worker started with `--resources lab=1` takes one lab run at a time
 

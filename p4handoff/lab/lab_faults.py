@@ -2,15 +2,16 @@
 
 A `Fault` names the element (a switch of the plan, or `controller`) and the
 scenario time; `LabRun` plays its faults on a thread beside the timeline
-(`p4handoff.lab.lab_backend`). Each kill is SIGKILL to the PID, so the element gets
-no chance to clean up, and the restart goes through the code that started
-it the first time:
+(`p4handoff.lab.lab_backend`), on the lab it runs on
+(`p4handoff.lab.lab_startup.LabRig`). Each kill is SIGKILL to the PID, so
+the element gets no chance to clean up, and the restart goes through the
+code that started it the first time:
 
 - a switch: `LabNet.restart` (same ports, P4Runtime socket), then — once
   the controller has reconnected, pushed the pipeline and reconciled the
   entries (its status shows the switch up with a new connection) — the
   planned queue depths and rates over Thrift, which P4Runtime cannot set;
-- the controller: `LabRun.start_controller` (same description, log, control
+- the controller: `LabRig.start_controller` (same description, log, control
   socket, hence the same spool of buffered packets), which returns once it
   serves with every switch up. A registration the dead controller never
   saw is sent again, as a Mobile IP MH does when its request gets no reply
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:
-    from p4handoff.lab.lab_backend import LabRun
+    from p4handoff.lab.lab_startup import LabRig
 
 CONTROLLER = "controller"
 PROGRAM_TIMEOUT = 60.0     # seconds for the controller to bring a restarted switch back
@@ -71,61 +72,61 @@ def check_faults(faults: Sequence[Fault], switches: Sequence[str], duration: flo
     return list(faults)
 
 
-def inject(run: LabRun, fault: Fault) -> FaultRecord:
+def inject(rig: LabRig, fault: Fault) -> FaultRecord:
     """Kill `fault.target` by its PID, start it again, wait until it is back in service."""
     if fault.target == CONTROLLER:
-        return _controller(run, fault)
-    return _switch(run, fault)
+        return _controller(rig, fault)
+    return _switch(rig, fault)
 
 
-def _switch(run: LabRun, fault: Fault) -> FaultRecord:
-    assert run.net is not None
+def _switch(rig: LabRig, fault: Fault) -> FaultRecord:
+    assert rig.net is not None
     name = fault.target
-    connects = _session(run, name)["connects"]
+    connects = _session(rig, name)["connects"]
     killed = time.monotonic()
-    run.net.kill(name, KILL_TIMEOUT)
+    rig.net.kill(name, KILL_TIMEOUT)
     restarted = time.monotonic()
-    run.switches[name] = run.net.restart(name)
+    rig.switches[name] = rig.net.restart(name)
     deadline = time.monotonic() + PROGRAM_TIMEOUT
     while True:
-        s = _session(run, name)
+        s = _session(rig, name)
         if s["state"] == "up" and s["connects"] > connects and s["entries"] is not None:
             break
         if time.monotonic() > deadline:
             raise TimeoutError(f"switch {name} not reprogrammed by the controller within {PROGRAM_TIMEOUT} s "
                                f"after its restart (last error: {s['last_error']!r})")
         time.sleep(0.02)
-    run.set_queues(name)
+    rig.set_queues(name)
     return FaultRecord(name, fault.at, killed, restarted, time.monotonic())
 
 
-def _session(run: LabRun, name: str) -> dict:
-    status = run.request({"cmd": "status", "counters": False})
+def _session(rig: LabRig, name: str) -> dict:
+    status = rig.request({"cmd": "status", "counters": False})
     return next(s for s in status["switches"] if s["name"] == name)
 
 
-def _controller(run: LabRun, fault: Fault) -> FaultRecord:
-    proc = run.controller
+def _controller(rig: LabRig, fault: Fault) -> FaultRecord:
+    proc = rig.controller
     if proc is None or proc.poll() is not None:
         raise RuntimeError("the controller is not running")
-    run.controller_ready.clear()
+    rig.controller_ready.clear()
     killed = time.monotonic()
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(KILL_TIMEOUT)
     restarted = time.monotonic()
-    run.start_controller()
+    rig.start_controller()
     serving = time.monotonic()
-    return FaultRecord(CONTROLLER, fault.at, killed, restarted, serving, register_again(run))
+    return FaultRecord(CONTROLLER, fault.at, killed, restarted, serving, register_again(rig))
 
 
-def register_again(run: LabRun) -> list[str]:
+def register_again(rig: LabRig) -> list[str]:
     """Hosts not attached where they last registered send their registration again; returns their names."""
-    status = run.request({"cmd": "status", "counters": False})
+    status = rig.request({"cmd": "status", "counters": False})
     where = {m["mh"]: m for m in status["mobile_hosts"]}
     again = []
-    for name, dev in sorted(run.registered.items()):
+    for name, dev in sorted(rig.registered.items()):
         m = where.get(name)
-        if m is None or m["bs"] != run.plan.bs_of_device(name, dev) or m["phase"] in ("unknown", "detached-buffering"):
-            run.register(name, dev)
+        if m is None or m["bs"] != rig.plan.bs_of_device(name, dev) or m["phase"] in ("unknown", "detached-buffering"):
+            rig.register(name, dev)
             again.append(name)
     return again

@@ -1,7 +1,7 @@
 """How a scenario becomes a lab: switches, ports, bridges, emulators, queue rates, the controller's description.
 
 Pure data, no processes: `plan(scn)` checks what the lab can build and
-returns a `LabPlan` that `p4handoff.lab.lab_backend` executes. The mapping:
+returns a `LabPlan` that `p4handoff.lab.lab_startup` builds. The mapping:
 
 - the one router is the **gateway** switch; every correspondent hangs off a
   gateway port (core), every base station off another (peer); BS–BS links

@@ -32,11 +32,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Any, TextIO
 
 import yaml
 
 from p4handoff.lab import compact
+from p4handoff.lab.backend import Backend
 from p4handoff.lab.execute import InProcess, Pool, RunFailed, RunOutput, RunTask
 from p4handoff.lab.results import Results, RunRecord, point_slug, slug
 from p4handoff.lab.rundata import FlowData, RunData
@@ -45,12 +46,6 @@ from p4handoff.lab.scenario import Scenario, ScenarioFile, SweepAxis, parse
 RESULTS_ROOT = Path("results")   # in the working directory, as `make run` leaves it; --results changes it
 QUEUES = "queues.csv.xz"
 QUEUE_COLUMNS = ("t", "link", "queue", "data", "dummy", "avg")
-
-
-class Backend(Protocol):
-    name: str
-
-    def run(self, scn: Scenario, seed: int, out_dir: Path, progress: Callable[[float], None]) -> RunData: ...
 
 
 class Progress:

@@ -6,6 +6,10 @@ A `TcpConnection` never reads a clock or touches a socket: drivers call
 application calls `send`/`set_source`/`close`/`read`. The same object runs
 in the simulator and on real packets.
 
+One RFC 9293 state machine, kept in one file; what the handoff schemes add
+(freeze, forced RTO, receive-window close, DSBP dummies, notifications) is
+gathered in one marked section, "handoff hooks".
+
 Sequence numbers are kept internally as unbounded integers (the 32-bit wire
 values unwrapped around SND.UNA / RCV.NXT), so every comparison is a plain
 integer comparison; they are masked to 32 bits only when a Segment is built.
@@ -326,57 +330,6 @@ class TcpConnection:
     def tsval(self, now: float) -> int:
         return (int(now * self.config.ts_hz) + self._ts_offset) & MASK32
 
-    def force_rto(self, now: float) -> bool:
-        """Expire the retransmission timer now (Immediate Expiration): same as a timeout,
-        but the backoff is reset instead of doubled. False if nothing is outstanding."""
-        if self.state not in _CAN_SEND or self.snd_max <= self.snd_una:
-            return False
-        self._timeout(now, forced=True)
-        return True
-
-    def freeze(self, now: float) -> None:
-        """Freeze-TCP: stop the retransmission timer and sending, keep cwnd; probe the window."""
-        if self._frozen:
-            return
-        self._frozen = True
-        self._rto_deadline = None
-        self._persist_backoff = 0
-        self._persist_deadline = now + self._persist_interval()
-        self.trace("freeze", now)
-
-    def unfreeze(self, now: float) -> None:
-        """Resume with the cwnd held before the freeze; resend what was in flight (it was dropped)."""
-        if not self._frozen:
-            return
-        self._frozen = False
-        self._persist_deadline = None
-        self._rto.reset_backoff()
-        self._retries = 0
-        self.dupacks = 0
-        self.snd_nxt = self.snd_una
-        self._timed = None
-        self.trace("unfreeze", now)
-        self._kick = True
-
-    def close_receive_window(self, now: float) -> None:
-        """Advertise a zero window from now on, and say so at once (Freeze-TCP's ZWA)."""
-        self._rcv_closed = True
-        if self.state in _SYNCHRONIZED:
-            self._send_ack(now)
-        self.trace("rcv_window_closed", now)
-
-    def open_receive_window(self, now: float, copies: int = 1) -> None:
-        """Reopen the advertised window and send `copies` window-update ACKs (Freeze-TCP: 3)."""
-        self._rcv_closed = False
-        if self.state in _SYNCHRONIZED:
-            for _ in range(copies):
-                self._send_ack(now)
-        self.trace("rcv_window_opened", now)
-
-    def emit(self, segment: Segment) -> None:
-        """Queue an extra segment (e.g. a DSBP dummy) for the next poll()."""
-        self._out.append(segment)
-
     def trace(self, event: str, now: float, detail: str = "") -> None:
         if self._trace_sink is None:
             return
@@ -444,6 +397,61 @@ class TcpConnection:
                 best = t
         return best
 
+    # ===================================================================
+    # handoff hooks: what the schemes (Freeze-TCP, DSBP, Immediate Expiration)
+    # call on a handoff, and the handoff notifications they act on
+    # ===================================================================
+    def force_rto(self, now: float) -> bool:
+        """Expire the retransmission timer now (Immediate Expiration): same as a timeout,
+        but the backoff is reset instead of doubled. False if nothing is outstanding."""
+        if self.state not in _CAN_SEND or self.snd_max <= self.snd_una:
+            return False
+        self._timeout(now, forced=True)
+        return True
+
+    def freeze(self, now: float) -> None:
+        """Freeze-TCP: stop the retransmission timer and sending, keep cwnd; probe the window."""
+        if self._frozen:
+            return
+        self._frozen = True
+        self._rto_deadline = None
+        self._persist_backoff = 0
+        self._persist_deadline = now + self._persist_interval()
+        self.trace("freeze", now)
+
+    def unfreeze(self, now: float) -> None:
+        """Resume with the cwnd held before the freeze; resend what was in flight (it was dropped)."""
+        if not self._frozen:
+            return
+        self._frozen = False
+        self._persist_deadline = None
+        self._rto.reset_backoff()
+        self._retries = 0
+        self.dupacks = 0
+        self.snd_nxt = self.snd_una
+        self._timed = None
+        self.trace("unfreeze", now)
+        self._kick = True
+
+    def close_receive_window(self, now: float) -> None:
+        """Advertise a zero window from now on, and say so at once (Freeze-TCP's ZWA)."""
+        self._rcv_closed = True
+        if self.state in _SYNCHRONIZED:
+            self._send_ack(now)
+        self.trace("rcv_window_closed", now)
+
+    def open_receive_window(self, now: float, copies: int = 1) -> None:
+        """Reopen the advertised window and send `copies` window-update ACKs (Freeze-TCP: 3)."""
+        self._rcv_closed = False
+        if self.state in _SYNCHRONIZED:
+            for _ in range(copies):
+                self._send_ack(now)
+        self.trace("rcv_window_opened", now)
+
+    def emit(self, segment: Segment) -> None:
+        """Queue an extra segment (e.g. a DSBP dummy) for the next poll()."""
+        self._out.append(segment)
+
     def notify(self, note: Notification, now: float) -> None:
         """Deliver a handoff event concerning our peer (the MH we talk to) or ourselves (we are the MH).
         Events for other hosts are ignored. Duplicate suppression by `seq` is the driver's job."""
@@ -455,6 +463,18 @@ class TcpConnection:
         self.trace(note.event.name.lower(), now, f"path={note.path_addr} seq={note.seq}")
         self.cc.on_notify(note, now)
         self._kick = True
+
+    def _handle_dummy(self, seg: Segment, now: float) -> None:
+        """DSBP: answer a dummy data segment with a dummy ACK; pass a dummy ACK to the scheme.
+        Neither touches the connection's sequence state, so dummies are never duplicates or losses."""
+        if seg.payload:
+            ts = (self.tsval(now), seg.ts[0]) if self._ts_enabled and seg.ts is not None else None
+            self._out.append(Segment(seg.dst, seg.src, seg.dport, seg.sport,
+                                     self.snd_nxt & MASK32, self.rcv_nxt & MASK32, ACK,
+                                     self._window_field(), ts=ts, dscp=DSCP_LE, dummy=True))
+            self.trace("dummy_answered", now)
+        else:
+            self.cc.on_dummy_ack(seg, now)
 
     # ===================================================================
     # segment arrival
@@ -750,18 +770,6 @@ class TcpConnection:
                 self.state = State.CLOSING
         elif self.state is State.FIN_WAIT_2:
             self._enter_time_wait(now)
-
-    def _handle_dummy(self, seg: Segment, now: float) -> None:
-        """DSBP: answer a dummy data segment with a dummy ACK; pass a dummy ACK to the scheme.
-        Neither touches the connection's sequence state, so dummies are never duplicates or losses."""
-        if seg.payload:
-            ts = (self.tsval(now), seg.ts[0]) if self._ts_enabled and seg.ts is not None else None
-            self._out.append(Segment(seg.dst, seg.src, seg.dport, seg.sport,
-                                     self.snd_nxt & MASK32, self.rcv_nxt & MASK32, ACK,
-                                     self._window_field(), ts=ts, dscp=DSCP_LE, dummy=True))
-            self.trace("dummy_answered", now)
-        else:
-            self.cc.on_dummy_ack(seg, now)
 
     # ===================================================================
     # timers
