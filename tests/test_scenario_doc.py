@@ -84,3 +84,17 @@ def test_resolving_problems_of_valid_sections_come_with_the_others() -> None:
     assert errs["flows[main].to"] == "no host named 'ghost' (hosts: ch, mh)"
     assert errs["measure.windows[handoff]"] == "window ends at 99 s, after the run (60 s)"
     assert len(errs) == 2
+
+
+def test_every_run_is_resolved_when_the_file_is_read_and_the_runner_takes_them(tmp_path: Path) -> None:
+    from p4handoff.lab.runner import plan_sweep
+    from p4handoff.lab.scenario import load
+    from p4handoff.lab.sim_backend import SimBackend
+
+    sf = load(VH.with_name("vh-wlan-to-3g-buffers.yaml"))
+    assert [(r.variant, r.point) for r in sf.plan] == [(v, p) for p in sf.points() for v in sf.variants]
+    assert len(sf.plan) > 1 and all(r.scenario.variant == r.variant.label and r.scenario.point == r.point
+                                    for r in sf.plan)
+    sweep = plan_sweep(sf, SimBackend(), repeats=2, results_root=tmp_path)
+    assert len(sweep.runs) == 2 * len(sf.plan)
+    assert all(any(run.scenario is r.scenario for r in sf.plan) for run in sweep.runs)   # not resolved again

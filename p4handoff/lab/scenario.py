@@ -4,10 +4,10 @@ A scenario is one experiment of the papers (or any other): topology,
 mobility timeline, flows, what to measure, and the published numbers to
 compare with. `load(path)` reads and validates it — every problem is
 reported at once with its field path (`topology.cells[g3].queue.limit`) —
-and returns a `ScenarioFile`; `ScenarioFile.runs()` lists the concrete
-`Scenario`s (one per variant × sweep point) the runner executes. The
-document's models are in p4handoff.lab.scenario_doc; the schema with an
-example is in docs/lab.md.
+and returns a `ScenarioFile`, whose plan holds the concrete `Scenario`s the
+runner executes: one per variant × sweep point, all resolved when the file
+is read, before anything runs. The document's models are in
+p4handoff.lab.scenario_doc; the schema with an example is in docs/lab.md.
 """
 from __future__ import annotations
 
@@ -25,15 +25,28 @@ from p4handoff.lab.scenario_model import (HEADER_BYTES, Expectation, LinkSpec, P
 from p4handoff.lab.units import Errors, ScenarioError
 from p4handoff.yamlfile import read_yaml
 
-__all__ = ["HEADER_BYTES", "Expectation", "LinkSpec", "Quantity", "QueueSpec", "Scenario", "ScenarioFile",
+__all__ = ["HEADER_BYTES", "Expectation", "LinkSpec", "Quantity", "QueueSpec", "Run", "Scenario", "ScenarioFile",
            "SweepAxis", "load", "parse", "random_elements", "read_document"]
 
 Point = tuple[tuple[str, Any], ...]
 
 
+@dataclass(frozen=True)
+class Run:
+    """One run a file stands for: a variant at a sweep point, resolved."""
+
+    variant: Variant
+    point: Point
+    scenario: Scenario
+
+
 @dataclass
 class ScenarioFile:
-    """A validated scenario file: the document, its variants and sweep axes."""
+    """A validated scenario file: the document, its variants and sweep axes, and every run resolved.
+
+    Every variant at every sweep point is resolved when the file is read (`parse`), so a run that
+    cannot happen is reported before anything runs and the runner gets complete `Scenario`s.
+    """
 
     source: str
     doc: dict
@@ -45,6 +58,7 @@ class ScenarioFile:
     published: Published | None
     description: str = ""
     overrides: tuple[tuple[str, Any], ...] = field(default=())
+    plan: tuple[Run, ...] = field(default=(), repr=False)     # points x variants, in that order
 
     @property
     def labels(self) -> list[str]:
@@ -52,36 +66,20 @@ class ScenarioFile:
 
     def points(self) -> list[Point]:
         """Every sweep point as ((path, value), ...); one empty point without a sweep."""
-        if not self.sweep:
-            return [()]
-        return [tuple(zip((a.path for a in self.sweep), combo))
-                for combo in itertools.product(*(a.values for a in self.sweep))]
+        return sweep_points(self.sweep)
 
     def resolve(self, variant: Variant, point: Point = ()) -> Scenario:
-        """The concrete scenario of one variant at one sweep point (ScenarioError if it is invalid)."""
-        doc = copy.deepcopy(self.doc)
-        errors = Errors()
-        where = f"variant {variant.label}" + (f" at {_point_text(point)}" if point else "")
-        for paths, value in (*self.overrides, *variant.overrides, *point):
-            for path in paths.split(","):
-                try:
-                    set_path(doc, path.strip(), value)
-                except ValueError as exc:
-                    errors.add(f"{where}: {path.strip()}", str(exc))
-        errors.raise_if_any(self.source)
-        checked = validate(doc, self.sweep)
-        scenario, problems = assemble(checked, variant, point)
-        problems = checked.problems + problems
-        if problems:
-            raise ScenarioError(self.source, [(f"{p} ({where})" if self.variants[1:] or point else p, m)
-                                              for p, m in problems])
-        assert scenario is not None
-        return scenario
+        """The scenario of one variant at one point: from the plan, else (a point that is not the sweep's,
+        such as () for the document without its sweep) resolved now (ScenarioError if it is invalid)."""
+        for run in self.plan:
+            if run.variant == variant and run.point == point:
+                return run.scenario
+        return _resolve(self.doc, self.source, self.overrides, self.sweep, variant, point,
+                        bool(self.variants[1:] or point))
 
     def runs(self) -> Iterator[tuple[Variant, Point, Scenario]]:
-        for point in self.points():
-            for variant in self.variants:
-                yield variant, point, self.resolve(variant, point)
+        """Every run: each sweep point, each variant at it."""
+        return ((run.variant, run.point, run.scenario) for run in self.plan)
 
     def random_elements(self) -> list[str]:
         """What in any of its runs draws from the seed in the simulator; with nothing, repeats are identical."""
@@ -89,6 +87,36 @@ class ScenarioFile:
         for _, _, scn in self.runs():
             found.update(random_elements(scn))
         return sorted(found)
+
+
+def sweep_points(sweep: tuple[SweepAxis, ...]) -> list[Point]:
+    """Every point of the axes' cartesian product as ((path, value), ...); one empty point without axes."""
+    if not sweep:
+        return [()]
+    return [tuple(zip((a.path for a in sweep), combo)) for combo in itertools.product(*(a.values for a in sweep))]
+
+
+def _resolve(doc: dict, source: str, overrides: tuple[tuple[str, Any], ...], sweep: tuple[SweepAxis, ...],
+             variant: Variant, point: Point, named: bool) -> Scenario:
+    """The scenario of `variant` at `point`: the document with the overrides, the variant's fields and the
+    point's values set, validated and resolved (ScenarioError; `named`: problems say which run)."""
+    doc = copy.deepcopy(doc)
+    errors = Errors()
+    where = f"variant {variant.label}" + (f" at {_point_text(point)}" if point else "")
+    for paths, value in (*overrides, *variant.overrides, *point):
+        for path in paths.split(","):
+            try:
+                set_path(doc, path.strip(), value)
+            except ValueError as exc:
+                errors.add(f"{where}: {path.strip()}", str(exc))
+    errors.raise_if_any(source)
+    checked = validate(doc, sweep)
+    scenario, problems = assemble(checked, variant, point)
+    problems = checked.problems + problems
+    if problems:
+        raise ScenarioError(source, [(f"{p} ({where})" if named else p, m) for p, m in problems])
+    assert scenario is not None
+    return scenario
 
 
 def random_elements(scn: Scenario) -> list[str]:
@@ -160,18 +188,19 @@ def parse(doc: Any, source: str = "<scenario>", overrides: tuple[tuple[str, Any]
     for axis in extra_sweep:
         sweep = [a for a in sweep if a.path != axis.path] + [axis]
     published = base.published.spec([w.name for w in base.measure.windows]) if base.published else None
-    sf = ScenarioFile(source, doc, base.scenario, base.title, base.paper, tuple(variants), tuple(sweep), published,
-                      base.description, tuple(overrides))
+    plan: list[Run] = []
     found: list[tuple[str, str]] = []
-    for variant in sf.variants:
-        for point in sf.points():
+    for point in sweep_points(tuple(sweep)):
+        for variant in variants:
             try:
-                sf.resolve(variant, point)
+                plan.append(Run(variant, point, _resolve(doc, source, overrides, tuple(sweep), variant, point,
+                                                         bool(variants[1:] or point))))
             except ScenarioError as exc:
                 found += [e for e in exc.errors if e not in found]
     if found:
         raise ScenarioError(source, found)
-    return sf
+    return ScenarioFile(source, doc, base.scenario, base.title, base.paper, tuple(variants), tuple(sweep), published,
+                        base.description, tuple(overrides), tuple(plan))
 
 
 def read_document(path: str | Path, _seen: tuple[Path, ...] = ()) -> Any:
