@@ -14,7 +14,7 @@ from pydantic import Field, ValidationInfo, field_validator
 from p4handoff.docmodel import Checked, DocModel, Name, Problem, fail, whole
 from p4handoff.lab.rawdoc import get_path, split_path
 from p4handoff.lab.scenario_doc.measure import MeasureDoc
-from p4handoff.lab.scenario_doc.names import declared
+from p4handoff.lab.scenario_doc.names import declared, refers_to
 from p4handoff.lab.scenario_doc.published import PublishedDoc
 from p4handoff.lab.scenario_doc.topology import TopologyDoc
 from p4handoff.lab.scenario_doc.values import Flag, FlowScheme, PositiveTime, Scheme, Text, Time, one_of
@@ -48,6 +48,9 @@ class TcpDoc(DocModel):
         return TcpSpec(**dict(self))
 
 
+_host = refers_to(("correspondents", "mobile_hosts", "background_hosts"), "host", "hosts")
+
+
 class FlowDoc(DocModel):
     """One bulk TCP transfer; any tcp key here changes that flow's setting."""
 
@@ -69,10 +72,7 @@ class FlowDoc(DocModel):
     @field_validator("src", "dst")
     @classmethod
     def _known_host(cls, host: str, info: ValidationInfo) -> str:
-        names = declared(info)
-        hosts = names("correspondents", "mobile_hosts", "background_hosts") if names is not None else None
-        if hosts is not None and host not in hosts:
-            raise ValueError(f"no host named {host!r} (hosts: {hosts.text()})")
+        _host(host, info)
         if info.field_name == "dst" and host == info.data.get("src"):
             raise ValueError("a flow needs two different hosts")
         return host
@@ -167,9 +167,10 @@ class ScenarioDoc(DocModel):
     """A scenario: topology, mobility timeline, flows, what to measure, and the paper's numbers to compare with."""
 
     scenario: Annotated[str, Checked(_scenario_name, {"type": "string", "pattern": SCENARIO_RE.pattern})] = Field(
-        description="results/<scenario>/...: lower case, digits, - and _")
+        description="the name of its results directory (results/<scenario>/...): lower case, digits, - and _")
     title: Text
-    paper: Annotated[str, one_of(PAPERS)] = Field(description="the paper's section of docs/papers.md")
+    paper: Annotated[str, one_of(PAPERS)] = Field(
+        description="the paper the experiment is from: its section of docs/papers.md (none: beyond the four)")
     description: str = Field(default="", description="printed in the report")
     duration: PositiveTime
     seed: Annotated[int, whole(0, 2**64 - 1)] = Field(default=0, description="the first repeat's seed")

@@ -6,12 +6,12 @@ the run's duration when a run is built (p4handoff.lab.scenario_doc.build).
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any, Callable, TypeVar
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from p4handoff.docmodel import DocModel, Name, Problem, fail
-from p4handoff.lab.scenario_doc.names import declared
+from p4handoff.lab.scenario_doc.names import declared, refers_to
 from p4handoff.lab.scenario_doc.values import PositiveTime, Text, TimeOrMark, one_of
 from p4handoff.lab.scenario_model import (FLOW_METRICS, FRACTION_METRICS, LINK_METRICS, METRICS, OUTAGE_RULES,
                                           RATE_METRICS, IdealSpec, Quantity)
@@ -41,28 +41,26 @@ def _mark(value: float | str, info: ValidationInfo) -> float | str:
     return value
 
 
-def known_window(window: str | None, info: ValidationInfo) -> str | None:
-    names = declared(info)
-    if window is not None and names is not None and window not in names("windows"):
-        raise ValueError(f"no window named {window!r} (windows: {names('windows').text()})")
-    return window
-
-
-def _flow(flow: str | None, info: ValidationInfo) -> str | None:
-    names = declared(info)
-    if flow is not None and names is not None and flow not in names("flows"):
-        raise ValueError(f"no flow named {flow!r}")
-    return flow
-
-
-def _link(link: str | None, info: ValidationInfo) -> str | None:
-    names = declared(info)
-    if link is not None and names is not None and link not in names("links"):
-        raise ValueError(f"no link or cell named {link!r} (cells, or 'a->b' for a wired direction)")
-    return link
+known_window = refers_to(("windows",), "window", "windows")
+_flow = refers_to(("flows",), "flow")
+_link = refers_to(("links",), "link or cell", note=" (cells, or 'a->b' for a wired direction)")
 
 
 Metric = Annotated[str, one_of(METRICS)]
+T = TypeVar("T", bound=tuple[Any, ...])
+
+
+def each(model: type[DocModel], items: T, check: Callable[[Any, ValidationInfo], Any], info: ValidationInfo) -> T:
+    """`items` if `check` accepts every one; else every problem, at its index."""
+    problems: list[Problem] = []
+    for k, item in enumerate(items):
+        try:
+            check(item, info)
+        except ValueError as exc:
+            problems.append(((k,), str(exc)))
+    if problems:
+        fail(model, [], problems)
+    return items
 
 
 def quantity(metric: str, flow: str | None, link: str | None, window: str) -> Quantity:
@@ -78,19 +76,15 @@ class QuantityFields(DocModel):
     link: Text | None = Field(default=None, validate_default=True,
                               description="per-link metrics: a cell, or 'a->b' for a wired direction")
 
-    @field_validator("flow")
+    @field_validator("flow", "link")
     @classmethod
-    def _flow_metric(cls, flow: str | None, info: ValidationInfo) -> str | None:
-        if flow is None and info.data.get("metric") in FLOW_METRICS:
-            raise ValueError(f"required for the per-flow metric {info.data['metric']}")
-        return _flow(flow, info)
-
-    @field_validator("link")
-    @classmethod
-    def _link_metric(cls, link: str | None, info: ValidationInfo) -> str | None:
-        if link is None and info.data.get("metric") in LINK_METRICS:
-            raise ValueError(f"required for the per-link metric {info.data['metric']}")
-        return _link(link, info)
+    def _subject(cls, name: str | None, info: ValidationInfo) -> str | None:
+        """A per-flow metric names its flow, a per-link one its link, and those exist."""
+        per, check = (("flow", _flow) if info.field_name == "flow" else ("link", _link))
+        metric = info.data.get("metric")
+        if name is None and metric in (FLOW_METRICS if per == "flow" else LINK_METRICS):
+            raise ValueError(f"required for the per-{per} metric {metric}")
+        return check(name, info)
 
     def quantity(self, window: str) -> Quantity:
         return quantity(self.metric, self.flow, self.link, window)
@@ -125,6 +119,9 @@ class WindowDoc(DocModel):
         return self
 
 
+_correspondent = refers_to(("correspondents",), "correspondent")
+
+
 class IdealDoc(DocModel):
     """The papers' ideal: sum of (bottleneck rate x time the MH's path is up) / window."""
 
@@ -134,13 +131,7 @@ class IdealDoc(DocModel):
     outages: Annotated[str, one_of(OUTAGE_RULES)] = Field(
         description="excluded: outage time counts 0; credited: at the next link's rate")
 
-    @field_validator("mh")
-    @classmethod
-    def _known_mh(cls, mh: str, info: ValidationInfo) -> str:
-        names = declared(info)
-        if names is not None and mh not in names("mobile_hosts"):
-            raise ValueError(f"no mobile host named {mh!r}")
-        return mh
+    check_mh = field_validator("mh")(refers_to(("mobile_hosts",), "mobile host"))
 
     @field_validator("source")
     @classmethod
@@ -152,9 +143,7 @@ class IdealDoc(DocModel):
             source = names.source_of(info.data["mh"])
             if source is None:
                 raise ValueError("required (no flow goes to the mobile host)")
-        if source is not None and source not in names("correspondents"):
-            raise ValueError(f"no correspondent named {source!r}")
-        return source
+        return _correspondent(source, info)
 
     def spec(self) -> IdealSpec:
         assert self.source is not None
@@ -170,12 +159,7 @@ class QueuesDoc(DocModel):
     @field_validator("links")
     @classmethod
     def _known_links(cls, links: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
-        names = declared(info)
-        problems: list[Problem] = [((k,), f"no link or cell named {name!r}") for k, name in enumerate(links)
-                                   if names is not None and name not in names("links")]
-        if problems:
-            fail(cls, [], problems)
-        return links
+        return each(cls, links, _link, info)
 
 
 def _range(value: Any) -> Any:
@@ -198,15 +182,7 @@ class MeasureDoc(DocModel):
     @field_validator("flows")
     @classmethod
     def _known_flows(cls, flows: tuple[str, ...] | None, info: ValidationInfo) -> tuple[str, ...] | None:
-        problems: list[Problem] = []
-        for k, flow in enumerate(flows or ()):
-            try:
-                _flow(flow, info)
-            except ValueError as exc:
-                problems.append(((k,), str(exc)))
-        if problems:
-            fail(cls, [], problems)
-        return flows
+        return each(cls, flows, _flow, info) if flows is not None else None
 
     @field_validator("table")
     @classmethod
@@ -223,9 +199,7 @@ class MeasureDoc(DocModel):
     @classmethod
     def _range_marks(cls, value: tuple[float | str, float | str] | None,
                      info: ValidationInfo) -> tuple[float | str, float | str] | None:
-        for end in value or ():
-            _mark(end, info)
-        return value
+        return each(cls, value, _mark, info) if value is not None else None
 
     def quantities(self) -> tuple[Quantity, ...]:
         """The table's quantities (every row of a valid document has its window)."""

@@ -10,35 +10,31 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Annotated, Any, Iterator, Union
 
-from pydantic import Discriminator, Field, ValidationInfo, field_validator, model_validator
+from pydantic import Discriminator, Field, field_validator, model_validator
 
 from p4handoff.docmodel import DocModel, Loc, Name
-from p4handoff.lab.scenario_doc.names import MARKS, declared
+from p4handoff.lab.scenario_doc.names import MARKS, refers_to
 from p4handoff.lab.scenario_doc.problems import tag
 from p4handoff.lab.scenario_doc.values import Flag, Positive, PositiveTime, Probability, Time, Times, one_of
 from p4handoff.lab.scenario_model import MobilityOp
 from p4handoff.lab.timeline import BACK, OLD_PATHS, PREVIOUS, switch_ops
 
 
-def _known_cell(cell: str, info: ValidationInfo) -> str:
-    names = declared(info)
-    if names is not None and cell not in names("cells"):
-        raise ValueError(f"no cell named {cell!r}")
-    return cell
+known_cell = refers_to(("cells",), "cell")
 
 
 class Place(DocModel):
     iface: Name
     cell: Name
 
-    check_cell = field_validator("cell")(_known_cell)
+    check_cell = field_validator("cell")(known_cell)
 
 
 class SwitchTo(DocModel):
     to: Name = Field(description="the interface the MH is on afterwards (the same radio: a horizontal handoff)")
     cell: Name
 
-    check_cell = field_validator("cell")(_known_cell)
+    check_cell = field_validator("cell")(known_cell)
 
 
 class Places(DocModel):
@@ -56,7 +52,7 @@ class VisitsTo(DocModel):
     cell: Name
     iface: Name | None = Field(default=None, description="default: the interface it was active on")
 
-    check_cell = field_validator("cell")(_known_cell)
+    check_cell = field_validator("cell")(known_cell)
 
 
 class AttachTo(Place):

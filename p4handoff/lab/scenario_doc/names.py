@@ -10,7 +10,7 @@ unknown.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from pydantic import ValidationInfo
 
@@ -154,3 +154,16 @@ class Declared:
 def declared(info: ValidationInfo) -> Declared | None:
     """The document's names, when validated by p4handoff.lab.scenario_doc.build (None: no references checked)."""
     return info.context if isinstance(info.context, Declared) else None
+
+
+def refers_to(kinds: tuple[str, ...], what: str, listing: str = "",
+              note: str = "") -> Callable[[Any, ValidationInfo], Any]:
+    """A field validator: the value, if given, names an item of `kinds` the file declares
+    ("no `what` named 'x'", then the declared names after `listing` or else `note`)."""
+    def check(value: Any, info: ValidationInfo) -> Any:
+        names = declared(info)
+        if value is not None and names is not None and value not in names(*kinds):
+            known = f" ({listing}: {names(*kinds).text()})" if listing else note
+            raise ValueError(f"no {what} named {value!r}{known}")
+        return value
+    return check

@@ -123,6 +123,17 @@ class _Claim(QuantityFields):
             reraise(cls, errors, problems)
         return claim
 
+    @field_validator("order", "ratio", "variant", check_fields=False)
+    @classmethod
+    def _compared(cls, named: str | tuple[str, ...], info: ValidationInfo) -> str | tuple[str, ...]:
+        """The variants a claim compares are the file's; a ratio compares two."""
+        problems = _labels([named] if isinstance(named, str) else named, info)
+        if info.field_name == "ratio" and len(named) != 2:
+            problems.append(((), "must name two variants [numerator, denominator]"))
+        if problems:
+            fail(cls, [], problems)
+        return named
+
     @field_validator("at_least", "at_most", mode="before")
     @classmethod
     def _in_metric_unit(cls, bound: Any, info: ValidationInfo) -> float | None:
@@ -146,13 +157,6 @@ class OrderClaim(_Claim):
     kind = "order"
     order: tuple[str, ...] = Field(description="variant labels, largest first")
 
-    @field_validator("order")
-    @classmethod
-    def _known(cls, order: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
-        if problems := _labels(order, info):
-            fail(cls, [], problems)
-        return order
-
     def variants(self) -> tuple[str, ...]:
         return self.order
 
@@ -161,16 +165,6 @@ class RatioClaim(_Claim):
     kind = "ratio"
     ratio: tuple[str, ...] = Field(description="[numerator, denominator] variant labels")
 
-    @field_validator("ratio")
-    @classmethod
-    def _two(cls, ratio: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
-        problems = _labels(ratio, info)
-        if len(ratio) != 2:
-            problems.append(((), "must name two variants [numerator, denominator]"))
-        if problems:
-            fail(cls, [], problems)
-        return ratio
-
     def variants(self) -> tuple[str, ...]:
         return self.ratio
 
@@ -178,13 +172,6 @@ class RatioClaim(_Claim):
 class BoundClaim(_Claim):
     kind = "bound"
     variant: str = Field(description="the variant whose quantity is bounded by at_least and/or at_most")
-
-    @field_validator("variant")
-    @classmethod
-    def _known(cls, variant: str, info: ValidationInfo) -> str:
-        if problems := _labels([variant], info):
-            fail(cls, [], problems)
-        return variant
 
     @model_validator(mode="after")
     def _a_bound(self) -> BoundClaim:

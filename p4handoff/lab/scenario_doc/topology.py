@@ -14,8 +14,8 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticKnownError
 
 from p4handoff.docmodel import IPv4, Checked, DocModel, Loc, Name, Problem, fail, kind, real, whole
-from p4handoff.lab.scenario_doc.moves import Move
-from p4handoff.lab.scenario_doc.names import declared
+from p4handoff.lab.scenario_doc.moves import Move, known_cell
+from p4handoff.lab.scenario_doc.names import declared, refers_to
 from p4handoff.lab.scenario_doc.values import Flag, NonNegative, Probability, Rate, Time, one_of
 from p4handoff.lab.scenario_model import (AQMS, BackgroundHostSpec, BaseStationSpec, CellSpec, HostSpec, LinkSpec,
                                           MobileHostSpec, QueueSpec, Topology)
@@ -154,13 +154,6 @@ class UplinkDoc(DocModel):
     queue_limit: QueueLimit = 100
 
 
-def _cell_ref(cell: str, info: ValidationInfo) -> str:
-    names = declared(info)
-    if names is not None and cell not in names("cells"):
-        raise ValueError(f"no cell named {cell!r}")
-    return cell
-
-
 class CellDoc(DocModel):
     """A base station's radio side: the downlink is the bottleneck a handoff changes."""
 
@@ -172,13 +165,7 @@ class CellDoc(DocModel):
     queue: QueueDoc = Field(description="the cell's buffer (the papers leave it open, so state it)")
     uplink: UplinkDoc = Field(default_factory=lambda: UplinkDoc())
 
-    @field_validator("bs")
-    @classmethod
-    def _known_bs(cls, bs: str, info: ValidationInfo) -> str:
-        names = declared(info)
-        if names is not None and bs not in names("base_stations"):
-            raise ValueError(f"no base station named {bs!r} (base stations: {names('base_stations').text()})")
-        return bs
+    check_bs = field_validator("bs")(refers_to(("base_stations",), "base station", "base stations"))
 
     def spec(self, mean_pkt: int) -> CellSpec:
         up = self.uplink
@@ -191,7 +178,7 @@ class StartDoc(DocModel):
     iface: Name
     cell: Name
 
-    check_cell = field_validator("cell")(_cell_ref)
+    check_cell = field_validator("cell")(known_cell)
 
 
 def _missing_interfaces(refs: Iterable[tuple[Loc, str]], info: ValidationInfo) -> list[Problem]:
@@ -247,7 +234,7 @@ class BackgroundHostDoc(DocModel):
     address: IPv4
     cell: Name
 
-    check_cell = field_validator("cell")(_cell_ref)
+    check_cell = field_validator("cell")(known_cell)
 
 
 class TopologyDoc(DocModel):
