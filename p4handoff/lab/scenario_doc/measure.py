@@ -12,7 +12,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from p4handoff.docmodel import DocModel, Name, Problem, fail
 from p4handoff.lab.scenario_doc.names import declared, refers_to
-from p4handoff.lab.scenario_doc.values import PositiveTime, Text, TimeOrMark, one_of
+from p4handoff.lab.scenario_doc.values import NUMBER, PositiveTime, Text, TimeOrMark, one_of
 from p4handoff.lab.scenario_model import (FLOW_METRICS, FRACTION_METRICS, LINK_METRICS, METRICS, OUTAGE_RULES,
                                           RATE_METRICS, IdealSpec, Quantity)
 from p4handoff.lab.units import parse_fraction, parse_rate
@@ -25,13 +25,7 @@ def metric_value(metric: str) -> Callable[[Any], float]:
         return parse_rate
     if metric in FRACTION_METRICS:
         return parse_fraction
-    return _number
-
-
-def _number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"must be a number, got {value!r}")
-    return float(value)
+    return NUMBER.check
 
 
 def _mark(value: float | str, info: ValidationInfo) -> float | str:

@@ -105,7 +105,8 @@ Fraction = Annotated[float, Checked(parse_fraction, {"anyOf": [{"type": "number"
                                                                {"type": "string", "pattern": PERCENT_PATTERN}],
                                                      "description": "a fraction: 0.05, or 5%"})]
 Probability = Annotated[float, real(0.0, 1.0)]
-Number = Annotated[float, real(-1e300, 1e300)]
+NUMBER = real(-1e300, 1e300)
+Number = Annotated[float, NUMBER]
 NonNegative = Annotated[float, real(0.0, 1e300)]
 Positive = Annotated[float, real(0.0, 1e300, lo_open=True)]
 Flag = Annotated[bool, Field(strict=True)]
