@@ -13,10 +13,10 @@ from typing import Any
 
 from p4handoff.docmodel import json_schema
 from p4handoff.lab.scenario_doc.document import ScenarioDoc
+from p4handoff.lab.scenario_doc.names import TOPOLOGY_SECTIONS
 
-#: The lists whose items may carry `count:` (p4handoff.lab.scenario_doc.build.expand): (section, its model).
-COUNTED = {"topology": ("correspondents", "routers", "base_stations", "links", "cells", "mobile_hosts",
-                        "background_hosts"), "": ("flows",)}
+#: The lists whose items may carry `count:` (p4handoff.lab.scenario_doc.build.expand), by section ("": top level).
+COUNTED = {"topology": TOPOLOGY_SECTIONS, "": ("flows",)}
 STEP = {"type": "object", "properties": {"first": {}, "step": {}}, "required": ["first", "step"],
         "additionalProperties": False,
         "description": "in an item with count: N, item i has first + (i - 1) x step (numbers, or strings in one unit)"}
