@@ -176,13 +176,11 @@ def new_run_id(root: Path, backend: str, seed: int) -> str:
 
 def _plan_runs(sf: ScenarioFile, out: Path, base_seed: int, repeats: int) -> list[PlannedRun]:
     runs = []
-    for point in sf.points():
-        for variant in sf.variants:
-            scn = sf.resolve(variant, point)
-            for k in range(repeats):
-                rel = Path("runs") / point_slug(point) / slug(variant.label) / f"r{k}"
-                runs.append(PlannedRun(variant.label, point, k, base_seed + k, out / rel, scn,
-                                       f"{sf.name}/{rel.relative_to('runs').as_posix()}"))
+    for variant, point, scn in sf.runs():      # resolved when the file was read
+        for k in range(repeats):
+            rel = Path("runs") / point_slug(point) / slug(variant.label) / f"r{k}"
+            runs.append(PlannedRun(variant.label, point, k, base_seed + k, out / rel, scn,
+                                   f"{sf.name}/{rel.relative_to('runs').as_posix()}"))
     return runs
 
 
@@ -191,8 +189,7 @@ def plan_sweep(sf: ScenarioFile, backend: Backend, *, seed: int | None = None, r
     """A new results directory with the document as run and the plan `--resume` needs."""
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
-    first = sf.resolve(sf.variants[0], sf.points()[0])
-    base_seed = first.seed if seed is None else seed
+    base_seed = sf.plan[0].scenario.seed if seed is None else seed
     root = (results_root or RESULTS_ROOT) / sf.name
     run_id = run_id or new_run_id(root, backend.name, base_seed)
     out = root / run_id
