@@ -8,12 +8,11 @@ one the file declares.
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Union
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Self, Union
 
 from pydantic import (Discriminator, Field, ModelWrapValidatorHandler, ValidationError, ValidationInfo, create_model,
                       field_validator, model_validator)
 
-from pydantic_core import core_schema
 
 from p4handoff.docmodel import DocModel, Problem, fail, validate_all
 from p4handoff.lab.scenario_doc.measure import QuantityFields, TableRow, known_window, metric_value, quantity
@@ -106,8 +105,7 @@ class _Claim(QuantityFields):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _measured(cls, data: Any, handler: ModelWrapValidatorHandler[_Claim],
-                  info: core_schema.ValidationInfo) -> _Claim:
+    def _measured(cls, data: Any, handler: ModelWrapValidatorHandler[Self], info: ValidationInfo) -> Self:
         """A claim is checked on a quantity the report measures (said even when its bounds are wrong)."""
         claim, errors = validate_all(handler, data)
         names = declared(info)
