@@ -13,8 +13,7 @@ Sans-IO: every input carries the current time and returns the effects
 """
 from __future__ import annotations
 
-
-from p4handoff.controller.intents import (Effect, Reply)
+from p4handoff.controller.intents import Effect, Reply
 from p4handoff.controller.mh_state import MobilityError, Phase
 from p4handoff.controller.network import PORT_ACCESS
 from p4handoff.controller.packets import PacketError, marker_nonce, parse_ipv4
