@@ -16,9 +16,12 @@ from p4handoff.lab.rundata import RunData
 from p4handoff.lab.scenario import Scenario, ScenarioFile
 
 
-@dataclass
-class RunRecord:
-    """One executed run: where it stands in the plan, its directory and its numbers."""
+@dataclass(frozen=True)
+class RunPlace:
+    """Where one run stands in a sweep: variant, point, repeat, seed, its directory and resolved scenario.
+
+    The plan's runs (`p4handoff.lab.runner.PlannedRun`) and the executed ones (`RunRecord`) both carry it.
+    """
 
     variant: str
     point: tuple[tuple[str, Any], ...]
@@ -26,6 +29,12 @@ class RunRecord:
     seed: int
     directory: Path
     scenario: Scenario
+
+
+@dataclass(frozen=True)
+class RunRecord(RunPlace):
+    """One executed run: where it stands in the plan, its directory and its numbers."""
+
     quantities: dict[str, float]
     detail: dict[str, Any]
     data: RunData | None = None          # kept for repeat 0 only (the plots use it)

@@ -39,9 +39,9 @@ import yaml
 from p4handoff.lab import compact
 from p4handoff.lab.backend import Backend
 from p4handoff.lab.execute import InProcess, Pool, RunFailed, RunOutput, RunTask
-from p4handoff.lab.results import Results, RunRecord, point_slug, slug
+from p4handoff.lab.results import Results, RunPlace, RunRecord, point_slug, slug
 from p4handoff.lab.rundata import FlowData, RunData
-from p4handoff.lab.scenario import Scenario, ScenarioFile, SweepAxis, parse
+from p4handoff.lab.scenario import ScenarioFile, SweepAxis, parse
 
 RESULTS_ROOT = Path("results")   # in the working directory, as `make run` leaves it; --results changes it
 QUEUES = "queues.csv.xz"
@@ -125,15 +125,9 @@ PARTIAL = ".partial"
 
 
 @dataclass(frozen=True)
-class PlannedRun:
+class PlannedRun(RunPlace):
     """One run of the plan: its place, seed, resolved scenario and the directory it will have."""
 
-    variant: str
-    point: tuple[tuple[str, Any], ...]
-    repeat: int
-    seed: int
-    directory: Path
-    scenario: Scenario
     name: str                   # <scenario>/<point>/<variant>/r<k>: names it in progress lines and errors
 
     @property
