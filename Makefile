@@ -4,8 +4,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 P4C ?= p4c-bm2-ss
 BUILD := build
-P4_MAIN := p4src/bs.p4
-P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
+P4_MAIN := p4src/v1model/bs.p4
+P4_SOURCES := $(wildcard p4src/v1model/*.p4 p4src/include/*.p4)
 
 .PHONY: setup protos wheel lint venv-ready build build-tofino tofino-resources test unit ptf clean fuzz chaos chaos-testbed bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-scale
 
@@ -13,7 +13,7 @@ setup: ## install everything installable from apt and PyPI; report what is missi
 	bash scripts/setup.sh
 
 protos: ## regenerate the P4Runtime modules for the installed protobuf (make setup does it)
-	$(PY) -m p4handoff.controller.protogen
+	$(PY) -m p4handoff.controller.p4runtime.protogen
 
 # The wheel (README, "Install as a package"): built, like a clean clone, from the tracked files only (with their
 # uncommitted changes: `git stash create` records them without touching the tree); setup.py generates the
@@ -82,7 +82,7 @@ unit: venv-ready ## fast tests only (no BMv2, no namespaces)
 ptf: build ## the PTF suite against BMv2 alone
 	$(PY) -m pytest -v tests/test_ptf.py
 
-bench-pipeline: build ## packets/s of p4src/bs.p4 vs bench/minimal.p4 on the same BMv2 (needs root)
+bench-pipeline: build ## packets/s of p4src/v1model/bs.p4 vs bench/minimal.p4 on the same BMv2 (needs root)
 	$(PY) bench/pipeline_pps.py
 
 bench-pipeline-instructions: build ## the same comparison in instructions per packet under callgrind (load-independent)
@@ -126,14 +126,14 @@ bench-lab: ## simulator speed and the link emulator's rate/delay error (emulator
 FUZZ_FRAMES ?= 10000
 FUZZ_SEED ?=
 fuzz: build ## fuzzed frames into every port role of a BS on BMv2, each accounted for (needs root; FUZZ_SEED=N to replay, FUZZ_FRAMES=N)
-	$(PY) -m p4handoff.lab.fuzz_bmv2 --frames $(FUZZ_FRAMES) $(if $(FUZZ_SEED),--seed $(FUZZ_SEED)) --json $(BUILD)/fuzz.json
+	$(PY) -m p4handoff.reliability.fuzz_bmv2 --frames $(FUZZ_FRAMES) $(if $(FUZZ_SEED),--seed $(FUZZ_SEED)) --json $(BUILD)/fuzz.json
 
 CHAOS_LOCK ?=
 chaos: build ## kill -9 a BS's BMv2, the gateway's and the controller before/during/after a WLAN->3G handoff with IPF, in the Mininet lab (needs root, Mininet; ~10 min; CHAOS_LOCK=FILE: flock it per run)
-	$(PY) -m p4handoff.lab.chaos --where lab --workdir $(BUILD)/chaos --json $(BUILD)/chaos.json $(if $(CHAOS_LOCK),--lock $(CHAOS_LOCK))
+	$(PY) -m p4handoff.reliability.chaos --where lab --workdir $(BUILD)/chaos --json $(BUILD)/chaos.json $(if $(CHAOS_LOCK),--lock $(CHAOS_LOCK))
 
 chaos-testbed: build ## the same faults on the controller's BMv2 testbed, three UDP flows (needs root; ~2.5 min)
-	$(PY) -m p4handoff.lab.chaos --where testbed --workdir $(BUILD)/chaos-testbed --json $(BUILD)/chaos-testbed.json
+	$(PY) -m p4handoff.reliability.chaos --where testbed --workdir $(BUILD)/chaos-testbed --json $(BUILD)/chaos-testbed.json
 
 clean:
 	rm -rf $(BUILD)

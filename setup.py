@@ -3,7 +3,7 @@
 Everything else about the package is in pyproject.toml. The generated modules are
 not committed; a source checkout makes them with `make protos`. A wheel is built
 from a clean tree, so `build_py` runs the same generator
-(p4handoff/controller/protogen.py) into the build directory, with grpcio-tools and
+(controller/p4runtime/protogen.py) into the build directory, with grpcio-tools and
 the p4runtime descriptors from pyproject's [build-system] requires. Editable
 installs use the source tree as is and keep `make protos`.
 """
@@ -16,7 +16,7 @@ from types import ModuleType
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-PROTOGEN = Path(__file__).resolve().parent / "p4handoff" / "controller" / "protogen.py"
+PROTOGEN = Path(__file__).resolve().parent / "controller" / "p4runtime" / "protogen.py"
 GENERATED = ("p4handoff", "controller", "p4runtime", "generated")
 
 

@@ -1,6 +1,6 @@
 """Handoff controller benchmark on BMv2 (`make bench-controller`).
 
-Three simple_switch_grpc (gateway + 2 BSs, p4handoff/controller/testbed.py) and the real
+Three simple_switch_grpc (gateway + 2 BSs, topo/testbed.py) and the real
 `p4handoff ctl run`. Prints `name: value` lines:
 
   handoff_p50_ms / handoff_p99_ms  completion time of 100 handoffs (ping-pong
@@ -12,7 +12,7 @@ Three simple_switch_grpc (gateway + 2 BSs, p4handoff/controller/testbed.py) and 
       (registrations sent back to back): handoffs / (last completion - first
       registration processed)
   status_counters_p50_ms / _max_ms  `ctl status` with the switches' counters
-      (one Read per switch on p4handoff/controller/port_counters.py's thread), 20 rounds
+      (one Read per switch on controller/port_counters.py's thread), 20 rounds
   flush64_ms      completion time of a handoff with a full 64-packet buffer
   punt_to_release_pps  buffered packets released per second during that flush
   p4rt_write100_ms  building and serialising a 100-entry WriteRequest (100 /32
@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parent.parent
 from p4handoff.controller.p4runtime import P4Info, TableEntry, UpdateType  # noqa: E402
 from p4handoff.controller.p4runtime._protos import p4runtime_pb2  # noqa: E402
 from p4handoff.controller.p4runtime.client import write_request  # noqa: E402
-from p4handoff.controller.testbed import Testbed, mh_name  # noqa: E402
+from p4handoff.topo.testbed import Testbed, mh_name  # noqa: E402
 from p4handoff.bmv2 import bmv2_available  # noqa: E402
 from p4handoff.netns import unavailable_reason  # noqa: E402
 

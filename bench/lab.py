@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 from p4handoff.netns import unavailable_reason  # noqa: E402
-from p4handoff.lab.emulator.measure import UDP_IP_OVERHEAD, EmulatedPath  # noqa: E402
+from p4handoff.topo.emulator.measure import UDP_IP_OVERHEAD, EmulatedPath  # noqa: E402
 
 RATES_MBPS = (1, 10, 20, 100)
 DELAYS_MS = (1, 10, 20, 70)

@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     except Bmv2Error as exc:
         print(f"pipeline_instructions: {exc}", file=sys.stderr)
         return 2
-    with netns.Lab("cg") as lab:
+    with netns.Sandbox("cg") as lab:
         ns = lab.namespace("sw")
         for n in (1, 2):
             veth_port(f"sw{n}", ns, f"h{n}", switch_netns=ns)

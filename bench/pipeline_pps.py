@@ -1,4 +1,4 @@
-"""Packets/s of the full base-station pipeline (p4src/bs.p4) against bench/minimal.p4, one run, same BMv2.
+"""Packets/s of the full base-station pipeline (p4src/v1model/bs.p4) against bench/minimal.p4, one run, same BMv2.
 
     make bench-pipeline          # = .venv/bin/python bench/pipeline_pps.py
 
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     except Bmv2Error as exc:
         print(f"bench-pipeline: {exc}", file=sys.stderr)
         return 2
-    with netns.Lab("bench") as lab:
+    with netns.Sandbox("bench") as lab:
         ns = lab.namespace("sw")
         for n in (1, 2):
             veth_port(f"sw{n}", ns, f"h{n}", switch_netns=ns)

@@ -1,4 +1,4 @@
-"""Cost of the buffer spool (p4handoff/controller/spool.py) per buffered packet: push + release, with and without it.
+"""Cost of the buffer spool (controller/spool.py) per buffered packet: push + release, with and without it.
 
     .venv/bin/python bench/spool.py
 """

@@ -1,4 +1,4 @@
-"""argparse value types shared by the command lines (`p4handoff run`, `python -m p4handoff.lab.emulator`).
+"""argparse value types shared by the command lines (`p4handoff run`, `python -m p4handoff.topo.emulator`).
 
 A bad value raises `argparse.ArgumentTypeError`, so argparse reports it as a
 usage error (exit 2) naming the option, with the same wording everywhere.

@@ -4,10 +4,10 @@ Everything the project runs on real packets outside Mininet (host driver
 tests, benchmarks) needs the same few steps: make namespaces with names that
 cannot clash with anyone else's, join them with veth pairs, set addresses,
 MTU and offloads, run commands and long-lived processes inside, and remove
-all of it afterwards even when a test fails. `Lab` does exactly that; every
+all of it afterwards even when a test fails. `Sandbox` does exactly that; every
 wait has a timeout and every process it starts is stopped by its own id.
 
-    with Lab("demo") as lab:
+    with Sandbox("demo") as lab:
         a, b = lab.namespace("a"), lab.namespace("b")
         link = lab.veth(a, b, "10.0.0.1/24", "10.0.0.2/24", mtu=9000)
         server = lab.start(b, ["python3", "-m", "http.server", "8000"])
@@ -123,7 +123,7 @@ class Namespace:
         """Start a long-lived process inside the namespace, in a process group of its own.
 
         `ip netns exec` execs the command, so the returned Popen's pid is the
-        command itself; stop it with `stop_process` (or let `Lab` do it).
+        command itself; stop it with `stop_process` (or let `Sandbox` do it).
         """
         return subprocess.Popen(["ip", "netns", "exec", self.name, *args], stdout=stdout, stderr=stderr,
                                 env=env, cwd=cwd, start_new_session=True)
@@ -209,7 +209,7 @@ class Veth:
             ns.set_offloads(dev, enabled)
 
 
-class Lab:
+class Sandbox:
     """Owner of namespaces and processes; `close()` (or leaving `with`) removes them all."""
 
     def __init__(self, tag: str = "lab") -> None:
@@ -219,7 +219,7 @@ class Lab:
         self.namespaces: list[Namespace] = []
         self.processes: list[subprocess.Popen] = []
 
-    def __enter__(self) -> "Lab":
+    def __enter__(self) -> "Sandbox":
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -8,10 +8,10 @@ from typing import Iterator
 
 import pytest
 
-from p4handoff.controller.testbed import Testbed
+from p4handoff.topo.testbed import Testbed
 from p4handoff.bmv2 import bmv2_available
 from p4handoff.netns import unavailable_reason
-from p4handoff.lab import lab_backend
+from p4handoff.lab.mininet import backend as mininet
 
 REPO = Path(__file__).resolve().parent.parent
 _bmv2_ok, _bmv2_why = bmv2_available()
@@ -25,8 +25,8 @@ BMV2_NETNS_MARKS = [
     pytest.mark.skipif(_netns_why is not None, reason=_netns_why or ""),
 ]
 
-_lab_ok, _lab_why = lab_backend.available()
-# the Mininet lab (p4handoff/lab/lab_backend.py): root, BMv2, Mininet, the compiled program
+_lab_ok, _lab_why = mininet.available()
+# the Mininet lab (p4handoff/lab/mininet/backend.py): root, BMv2, Mininet, the compiled program
 LAB_MARKS = [
     pytest.mark.bmv2, pytest.mark.netns, pytest.mark.slow,
     pytest.mark.skipif(not _lab_ok, reason=f"lab backend unavailable: {_lab_why}"),

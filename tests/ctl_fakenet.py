@@ -119,7 +119,7 @@ class FakeNet:
     def apply(self, effects: list[Effect], commit: bool = True) -> None:
         """Effects in order, as the daemon does: a route write (one per run of writes to the same
         switch, batched) blocks until the switch has applied it; packet-outs do not block.
-        `commit=False`: the controller dies before journaling the releases (p4handoff/controller/spool.py)."""
+        `commit=False`: the controller dies before journaling the releases (controller/spool.py)."""
         self.effects += effects
         t = max(self.now, self._busy_until)
         prev_switch = None

@@ -6,7 +6,7 @@ register, or is a punt reason the controller does not serve. (A well-formed,
 fresh registration for a known MH at an access port is *not* hostile in this
 protocol: it moves the MH — docs/reliability.md, "What is not defended".)
 Each strategy yields `(switch, metadata, payload)` for a packet-in, built
-from real frames (p4handoff/controller/packets.py) and mutated structurally.
+from real frames (controller/packets.py) and mutated structurally.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""p4handoff/controller/aqm_tables.py: the RED table contents and the bit-exact model of the data plane's arithmetic."""
+"""controller/aqm_tables.py: the RED table contents and the bit-exact model of the data plane's arithmetic."""
 from __future__ import annotations
 
 import math

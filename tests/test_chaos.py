@@ -1,4 +1,4 @@
-"""Faults in a running lab (`make chaos`, p4handoff/lab/chaos.py): the judging logic without a switch, and one fault
+"""Faults in a running lab (`make chaos`, p4handoff/reliability/chaos.py): the judging logic without a switch, and one fault
 each on the BMv2 testbed and in the Mininet lab (skipped by name where they cannot run).
 
 The full matrix (old BS, gateway, controller × before, during, after) is `make chaos` (lab) and
@@ -13,10 +13,10 @@ from typing import Callable, TypeVar
 import pytest
 
 from tests.bmv2_support import BMV2_NETNS_MARKS, LAB_MARKS
-from p4handoff.lab.chaos import main, p99, run_matrix, summary
-from p4handoff.lab.chaos_lab import LabChaos, tcp_stall
-from p4handoff.lab.chaos_runs import FaultRun, FlowLoss
-from p4handoff.lab.lab_faults import Fault, check_faults
+from p4handoff.reliability.chaos import main, p99, run_matrix, summary
+from p4handoff.reliability.chaos_lab import LabChaos, tcp_stall
+from p4handoff.reliability.chaos_runs import FaultRun, FlowLoss
+from p4handoff.lab.mininet.faults import Fault, check_faults
 from p4handoff.lab.rundata import FlowData
 
 F = TypeVar("F", bound=Callable[..., None])
@@ -88,7 +88,7 @@ def _needs(marks: list[pytest.MarkDecorator]) -> Callable[[F], F]:
 @pytest.mark.timeout(240)
 @_needs(BMV2_NETNS_MARKS)
 def test_testbed_controller_killed_during_the_handoff_costs_the_other_flows_nothing(tmp_path: Path) -> None:
-    from p4handoff.lab.chaos_testbed import PAYLOAD, RATE, TestbedChaos
+    from p4handoff.reliability.chaos_testbed import PAYLOAD, RATE, TestbedChaos
     reference, runs = run_matrix(TestbedChaos(), tmp_path, ["controller"], ["during"])
     res = runs[0]
     lost = {f.flow: f.lost_bytes for f in res.flows}

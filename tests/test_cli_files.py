@@ -13,7 +13,7 @@ from p4handoff.cli.main import main
 
 REPO = Path(__file__).resolve().parent.parent
 VH = REPO / "traces" / "vh-wlan-to-3g.yaml"
-NETWORK = REPO / "examples" / "three-switch.yaml"
+NETWORK = REPO / "topo" / "three-switch.yaml"
 EXIT_INVALID = 3
 
 #: name -> (how to make it in a directory, what the one line says after "<file>: ")

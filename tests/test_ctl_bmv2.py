@@ -1,7 +1,7 @@
 """The controller on BMv2: gateway + two BSs (simple_switch_grpc) in namespaces, raw-frame hosts.
 
 Runs the real `p4handoff ctl run` against the compiled pipeline
-(p4handoff/controller/testbed.py). Skipped, with the reason, where BMv2, the compiled
+(topo/testbed.py). Skipped, with the reason, where BMv2, the compiled
 program (p4c) or network namespaces are missing.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from p4handoff.controller.registration import FLAG_D, FLAG_S, ReplyCode
-from p4handoff.controller.testbed import Collector, HostPort, Testbed, cell_ip, mh_ip, mh_name, parse_udp_frame, received_seqs
+from p4handoff.topo.testbed import Collector, HostPort, Testbed, cell_ip, mh_ip, mh_name, parse_udp_frame, received_seqs
 from p4handoff.notify import Event, Notification
 from p4handoff.wire import DSCP_IPF_PRIORITY_DEFAULT, IP_PROTO_IPIP, UDP_PORT_HANDOFF_NOTIFY
 from tests.bmv2_support import BMV2_NETNS_MARKS, REPO, running_testbed

@@ -18,7 +18,7 @@ from p4handoff.cli.ctl import EXIT_INVALID, EXIT_OK, EXIT_REFUSED, EXIT_UNREACHA
 from p4handoff.controller.control import ControlError, ControlRequest, ControlServer, parse_request, request
 from p4handoff.cli.main import main
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "three-switch.yaml"
+EXAMPLE = Path(__file__).resolve().parent.parent / "topo" / "three-switch.yaml"
 
 
 @pytest.fixture

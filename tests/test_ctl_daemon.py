@@ -22,12 +22,12 @@ import yaml
 
 from p4handoff.cli.ctl import EXIT_OK, EXIT_REFUSED
 from p4handoff.controller.control import ControlError, request
-from p4handoff.controller.launch import launch_controller
+from p4handoff.topo.launch import launch_controller
 from p4handoff.cli.main import main
-from p4handoff.netns import Lab
+from p4handoff.netns import Sandbox
 
 REPO = Path(__file__).resolve().parent.parent
-EXAMPLE = REPO / "examples" / "three-switch.yaml"
+EXAMPLE = REPO / "topo" / "three-switch.yaml"
 
 
 def closed_port() -> int:
@@ -125,7 +125,7 @@ def test_sigterm_stops_cleanly_and_logs_json_lines(daemon):
 
 def test_the_launcher_stops_a_daemon_that_never_has_its_switches_up(tmp_path):
     sock = unreachable_network(tmp_path)
-    lab = Lab("launch")
+    lab = Sandbox("launch")
     with pytest.raises(TimeoutError, match="not serving with all switches up within 3.0 s"):
         launch_controller(tmp_path / "net.yaml", socket_path=sock, log=tmp_path / "log.jsonl",
                           stderr=tmp_path / "stderr", lab=lab, timeout=3.0)
@@ -137,7 +137,7 @@ def test_the_launcher_reports_a_daemon_that_exits_with_its_output(tmp_path):
     unreachable_network(tmp_path)
     net = tmp_path / "net.yaml"
     net.write_text(net.read_text().replace("switches:", "switchez:", 1))
-    lab = Lab("launch")
+    lab = Sandbox("launch")
     with pytest.raises(RuntimeError, match=r"(?s)controller exited with \d+: .*net.yaml: .*switchez: unknown field"):
         launch_controller(net, socket_path=str(tmp_path / "ctl.sock"), log=tmp_path / "log.jsonl",
                           stderr=tmp_path / "stderr", lab=lab, timeout=60.0)

@@ -33,7 +33,7 @@ from p4handoff.controller.punts import dispatch
 from tests.ctl_fakenet import FakeNet
 from tests.hostile_inputs import REJECT_EVENTS, PacketIn, hostile_packet_in
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "three-switch.yaml"
+EXAMPLE = Path(__file__).resolve().parent.parent / "topo" / "three-switch.yaml"
 NET = parse_network(yaml.safe_load(EXAMPLE.read_text()))
 FUZZ = settings(derandomize=True, database=None, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

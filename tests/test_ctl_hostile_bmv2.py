@@ -1,6 +1,6 @@
 """Hostile registrations through real switches: BMv2 punts them, the real `ctl run` refuses each, nothing changes.
 
-Gateway + two BSs on simple_switch_grpc (p4handoff/controller/testbed.py). Skipped, with
+Gateway + two BSs on simple_switch_grpc (topo/testbed.py). Skipped, with
 the reason, where BMv2, the compiled program or namespaces are missing. The
 same inputs in bulk, without a switch: tests/test_ctl_hostile.py and
 tests/test_ctl_hostile_daemon.py.
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from p4handoff.controller.network import parse_network
 from p4handoff.controller.packets import ethernet, udp_packet
-from p4handoff.controller.testbed import mh_mac
+from p4handoff.topo.testbed import mh_mac
 from p4handoff.wire import UDP_PORT_MIP_REGISTRATION
 from tests.hostile_inputs import hostile_registration_payload
 from tests.bmv2_support import BMV2_NETNS_MARKS, running_testbed

@@ -37,7 +37,7 @@ from tests.hostile_inputs import (REGISTRATION, REJECT_EVENTS, TELEMETRY, Packet
                                   hostile_packet_in, registration_frame)
 
 REPO = Path(__file__).resolve().parent.parent
-EXAMPLE = REPO / "examples" / "three-switch.yaml"
+EXAMPLE = REPO / "topo" / "three-switch.yaml"
 FUZZ = settings(derandomize=True, database=None, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 CONTROL_EVENTS = {"control_rejected", "request_refused"}

@@ -21,7 +21,7 @@ from p4handoff.controller.registration import RegistrationRequest, ReplyCode
 from p4handoff.notify import Event
 from tests.ctl_fakenet import FakeNet
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "three-switch.yaml"
+EXAMPLE = Path(__file__).resolve().parent.parent / "topo" / "three-switch.yaml"
 
 
 def raw_example() -> dict:

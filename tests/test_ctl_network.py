@@ -10,7 +10,7 @@ import yaml
 from p4handoff.controller.network import NetworkError, load_network, parse_network
 from p4handoff.wire import DSCP_IPF_PRIORITY_DEFAULT
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "three-switch.yaml"
+EXAMPLE = Path(__file__).resolve().parent.parent / "topo" / "three-switch.yaml"
 
 
 def example() -> dict:

@@ -18,7 +18,7 @@ from p4handoff.notify import Event, Notification
 from p4handoff.wire import IP_PROTO_IPIP, UDP_PORT_HANDOFF_NOTIFY
 
 ROOT = Path(__file__).resolve().parent.parent
-NET = load_network(ROOT / "examples" / "three-switch.yaml")
+NET = load_network(ROOT / "topo" / "three-switch.yaml")
 P = Programmer(NET)
 
 
@@ -57,7 +57,7 @@ def test_static_entries_of_the_gateway():
 
 
 def test_ports_with_equal_red_parameters_share_one_profile(tmp_path):
-    text = (ROOT / "examples" / "three-switch.yaml").read_text()
+    text = (ROOT / "topo" / "three-switch.yaml").read_text()
     text = text.replace("      - {number: 2, role: peer, peer: gw}\n      - {number: 3, role: peer, peer: bs2}",
                         "      - {number: 2, role: peer, peer: gw}\n      - {number: 3, role: peer, peer: bs2}\n"
                         "      - number: 4\n        role: access\n        aqm: {mode: mred, limit: 300, min_th: 100,"

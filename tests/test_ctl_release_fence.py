@@ -1,4 +1,4 @@
-"""Buffer releases are journaled only once their switches answered a fence probe (p4handoff/controller/release_fence.py).
+"""Buffer releases are journaled only once their switches answered a fence probe (controller/release_fence.py).
 
 The BMv2 test that found the gap (a controller killed 3 ms after a flush lost what was still queued on
 the stream) is tests/test_ctl_spool_bmv2.py; these check the bookkeeping on its own.

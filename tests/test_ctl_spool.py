@@ -1,4 +1,4 @@
-"""The buffer spool (p4handoff/controller/spool.py): buffered packets outlive the controller process.
+"""The buffer spool (controller/spool.py): buffered packets outlive the controller process.
 
 The journal itself (framing, torn tails, the lock, atomic rewrite), the pool
 rebuilt from it for any sequence of operations (Hypothesis), and a controller
@@ -24,7 +24,7 @@ from p4handoff.controller.registration import RegistrationRequest
 from p4handoff.controller.spool import PUSH, REMOVE, Record, Spool, SpoolError, decode_all, encode
 from tests.ctl_fakenet import FakeNet
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "three-switch.yaml"
+EXAMPLE = Path(__file__).resolve().parent.parent / "topo" / "three-switch.yaml"
 NET = parse_network(yaml.safe_load(EXAMPLE.read_text()))
 
 

@@ -1,7 +1,7 @@
-"""A controller killed (-9) mid-handoff on BMv2 loses no buffered packet: the spool (p4handoff/controller/spool.py).
+"""A controller killed (-9) mid-handoff on BMv2 loses no buffered packet: the spool (controller/spool.py).
 
 Gateway + two BSs (simple_switch_grpc) in namespaces and the real `p4handoff ctl
-run` (p4handoff/controller/testbed.py). Skipped, with the reason, where BMv2, the compiled
+run` (topo/testbed.py). Skipped, with the reason, where BMv2, the compiled
 program or network namespaces are missing. The same restarts on the in-memory
 network: tests/test_ctl_spool.py.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from p4handoff.controller.testbed import Collector, Testbed, mh_ip, mh_name, received_seqs
+from p4handoff.topo.testbed import Collector, Testbed, mh_ip, mh_name, received_seqs
 from tests.test_ctl_bmv2 import attach
 from tests.bmv2_support import BMV2_NETNS_MARKS, running_testbed
 

@@ -27,7 +27,7 @@ from p4handoff.controller.port_counters import PORT_COUNTERS, CounterReader
 from p4handoff.controller.switch_state import SwitchState
 
 REPO = Path(__file__).resolve().parent.parent
-EXAMPLE = REPO / "examples" / "three-switch.yaml"
+EXAMPLE = REPO / "topo" / "three-switch.yaml"
 P4INFO = REPO / "build" / "bs.p4info.txtpb"
 
 pytestmark = pytest.mark.skipif(not P4INFO.is_file(), reason="build/bs.p4info.txtpb missing (run 'make build')")

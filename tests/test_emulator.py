@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from p4handoff.netns import unavailable_reason
-from p4handoff.lab.emulator.model import LinkModel, LinkParams
+from p4handoff.topo.emulator.model import LinkModel, LinkParams
 
 ROOT = Path(__file__).resolve().parent.parent
 _NETNS = unavailable_reason()
@@ -85,7 +85,7 @@ def test_bad_parameters() -> None:
 
 def test_command_line_errors() -> None:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "p4handoff.lab.emulator", *args], capture_output=True, text=True,
+        return subprocess.run([sys.executable, "-m", "p4handoff.topo.emulator", *args], capture_output=True, text=True,
                               timeout=30, cwd=ROOT)
     res = run("--mh-side", "x", "--bs-side", "y", "--rate", "fast")
     assert res.returncode == 2 and "not a rate" in res.stderr
@@ -102,7 +102,7 @@ def test_command_line_errors() -> None:
 @netns
 @pytest.mark.netns
 def test_delay_and_rate_at_10_mbps() -> None:
-    from p4handoff.lab.emulator.measure import EmulatedPath
+    from p4handoff.topo.emulator.measure import EmulatedPath
     with EmulatedPath(rate="10Mbps", up_rate="10Mbps", delay="20ms", up_limit=200) as path:
         delays = path.one_way_delays(15)
         expected = 0.020 + (64 + 28) * 8 / 10e6
@@ -118,7 +118,7 @@ def test_delay_and_rate_at_10_mbps() -> None:
 @netns
 @pytest.mark.netns
 def test_random_loss_on_real_packets() -> None:
-    from p4handoff.lab.emulator.measure import EmulatedPath
+    from p4handoff.topo.emulator.measure import EmulatedPath
     with EmulatedPath(delay="1ms", loss=0.2) as path:   # up-loss defaults to the down loss
         n = 300
         got = len(path.one_way_delays(n, spacing=0.0, timeout=0.02))
@@ -128,7 +128,7 @@ def test_random_loss_on_real_packets() -> None:
 @netns
 @pytest.mark.netns
 def test_scheduled_and_commanded_outages() -> None:
-    from p4handoff.lab.emulator.measure import EmulatedPath
+    from p4handoff.topo.emulator.measure import EmulatedPath
     with EmulatedPath(delay="5ms", schedule=[{"t": 1.0, "cmd": "down"}, {"t": 1.5, "cmd": "up"}]) as path:
         sent, got = path.arrivals(2.0, interval=0.01)
         assert got and min(got) < 1.0
@@ -144,7 +144,7 @@ def test_scheduled_and_commanded_outages() -> None:
 @netns
 @pytest.mark.netns
 def test_final_statistics_count_outage_drops() -> None:
-    from p4handoff.lab.emulator.measure import EmulatedPath
+    from p4handoff.topo.emulator.measure import EmulatedPath
     path = EmulatedPath(delay="1ms", down_at_start=True)
     try:
         assert path.one_way_delays(5, timeout=0.05) == []

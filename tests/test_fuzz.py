@@ -1,8 +1,8 @@
 """Packet fuzzing (issue 12): the frame generator, and a 1,000-frame slice of `make fuzz` on BMv2.
 
 The generator is checked without a switch (seeded, every kind, every header
-field reachable, templates well-formed). The slice runs p4handoff/lab/fuzz_bmv2.py
-against p4src/bs.p4 on simple_switch_grpc — skipped, with the reason, where
+field reachable, templates well-formed). The slice runs p4handoff/reliability/fuzz_bmv2.py
+against p4src/v1model/bs.p4 on simple_switch_grpc — skipped, with the reason, where
 BMv2, the compiled program or namespaces are missing.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from p4handoff.controller.packets import parse_ipv4, split_ethernet
 from p4handoff.bmv2 import bmv2_available
 from p4handoff.netns import unavailable_reason
-from p4handoff.lab.fuzz_frames import KINDS, Addressing, fields, generate, mutate, templates
+from p4handoff.reliability.fuzz_frames import KINDS, Addressing, fields, generate, mutate, templates
 
 REPO = Path(__file__).resolve().parent.parent
 A = Addressing("02:00:00:00:00:02", "192.168.100.2", "192.168.100.3", "10.0.1.254", "192.0.2.1",
@@ -53,7 +53,7 @@ def oracle():
     from p4handoff.controller.intents import Deliver, Punt, Tunnel
     from p4handoff.controller.network import parse_network
     from p4handoff.controller.programmer import Programmer
-    from p4handoff.lab.fuzz_bmv2 import MH, Oracle, description, routes_of
+    from p4handoff.reliability.fuzz_bmv2 import MH, Oracle, description, routes_of
     net = parse_network(description())
     prog = Programmer(net)
     entries = prog.static_entries("bs1") + [
@@ -101,7 +101,7 @@ _netns_why = unavailable_reason()
                     reason="build/bs.json not built: p4c-bm2-ss missing or 'make build' not run")
 @pytest.mark.skipif(_netns_why is not None, reason=_netns_why or "")
 def test_a_thousand_fuzzed_frames_are_all_accounted_for(tmp_path):
-    from p4handoff.lab.fuzz_bmv2 import run
+    from p4handoff.reliability.fuzz_bmv2 import run
     result = run(1000, seed=12, workdir=tmp_path, batch_size=250)
     print("\n".join(result.lines()))
     assert result.frames >= 900                  # the rest: shorter than an Ethernet header, refused by the kernel

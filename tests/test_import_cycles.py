@@ -10,28 +10,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ("p4handoff",)
-SKIP = ("p4handoff/controller/p4runtime/generated",)   # protoc's output, made at setup
+from tests.source_tree import REPO, product_modules
 
 # Circles left for a later change, each with what ties it; remove an entry once its circle
 # is broken. None is left: the product imports without a circle.
 KNOWN: set[frozenset[str]] = set()
-
-
-def modules(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
-    """Dotted module name -> file, for every .py file under the packages."""
-    out: dict[str, Path] = {}
-    for pkg in packages:
-        for path in sorted((root / pkg).rglob("*.py")):
-            rel = path.relative_to(root)
-            if any(rel.as_posix().startswith(s) for s in SKIP):
-                continue
-            parts = list(rel.with_suffix("").parts)
-            if parts[-1] == "__init__":
-                parts.pop()
-            out[".".join(parts)] = path
-    return out
 
 
 def _imported(name: str, path: Path, node: ast.Import | ast.ImportFrom) -> list[str]:
@@ -46,9 +29,9 @@ def _imported(name: str, path: Path, node: ast.Import | ast.ImportFrom) -> list[
     return [base] + [f"{base}.{a.name}" for a in node.names]
 
 
-def import_graph(root: Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
+def import_graph(root: Path = REPO, top: str = "p4handoff") -> dict[str, set[str]]:
     """Module -> the product modules it imports anywhere in its text."""
-    mods = modules(root, packages)
+    mods = product_modules(root, top)
     graph: dict[str, set[str]] = {m: set() for m in mods}
     for name, path in mods.items():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -110,14 +93,14 @@ def _show(groups: set[frozenset[str]], graph: dict[str, set[str]]) -> str:
 
 
 def test_no_new_import_cycles() -> None:
-    graph = import_graph(REPO, PACKAGES)
+    graph = import_graph()
     found = cycles(graph)
     assert found <= KNOWN, "new import circle(s):\n" + _show(found - KNOWN, graph)
     assert KNOWN <= found, f"circle(s) in KNOWN are gone: remove them from the list: {[sorted(g) for g in KNOWN - found]}"
 
 
 def test_results_runner_report_plots_form_no_circle() -> None:
-    graph = import_graph(REPO, PACKAGES)
+    graph = import_graph()
     readers = {"p4handoff.lab.results", "p4handoff.lab.report", "p4handoff.lab.plots"}
     assert not [sorted(g) for g in cycles(graph) if g & readers]
     assert "p4handoff.lab.runner" not in graph["p4handoff.lab.report"] | graph["p4handoff.lab.plots"] | graph["p4handoff.lab.results"]
@@ -133,7 +116,7 @@ def test_the_walk_sees_function_level_relative_and_type_checking_imports(tmp_pat
     (pkg / "sub" / "c.py").write_text(
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..a import thing\n")
     (pkg / "d.py").write_text("from pkg.sub.c import x\n")                  # into the circle, not part of it
-    graph = import_graph(tmp_path, ("pkg",))
+    graph = import_graph(tmp_path, "pkg")
     assert graph["pkg.a"] == {"pkg.b"}
     assert graph["pkg.b"] == {"pkg.sub", "pkg.sub.c"}
     assert graph["pkg.sub.c"] == {"pkg.a"}
@@ -141,11 +124,13 @@ def test_the_walk_sees_function_level_relative_and_type_checking_imports(tmp_pat
     assert cycles(graph) == {frozenset({"pkg.a", "pkg.b", "pkg.sub.c"})}
 
 
-# The layers, top down: the `p4handoff` command (p4handoff.cli, __main__), the lab (p4handoff.lab), the
-# controller and the hosts (p4handoff.controller, p4handoff.hosts), and the shared base (every other
-# p4handoff.* module: wire contract, documents, BMv2 and namespace infrastructure). A module imports
+# The layers, top down: the `p4handoff` command (p4handoff.cli, __main__); fuzzing and chaos
+# (p4handoff.reliability), which drive labs and testbeds; the lab that runs scenarios (p4handoff.lab); the
+# topologies it runs on (p4handoff.topo: testbed, Mininet network, plan, emulator, launchers); scenario files
+# (p4handoff.scenario); the controller and the hosts (p4handoff.controller, p4handoff.hosts); and the shared base
+# (every other p4handoff.* module: wire contract, documents, BMv2 and namespace infrastructure). A module imports
 # only its own layer or those below it; the controller and the hosts do not import each other.
-LAYERS = {"cli": 3, "__main__": 3, "lab": 2, "controller": 1, "hosts": 1}
+LAYERS = {"cli": 6, "__main__": 6, "reliability": 5, "lab": 4, "topo": 3, "scenario": 2, "controller": 1, "hosts": 1}
 
 
 def _layer(module: str) -> tuple[int, str]:
@@ -159,13 +144,15 @@ def _allowed(source: str, target: str) -> bool:
 
 
 def test_each_layer_imports_only_itself_and_the_layers_below() -> None:
-    graph = import_graph(REPO, PACKAGES)
+    graph = import_graph()
     upward = {m: sorted(t for t in targets if not _allowed(m, t)) for m, targets in graph.items()}
     assert {m: t for m, t in upward.items() if t} == {}
 
 
 def test_the_layer_rule_sees_an_upward_import() -> None:
-    assert _layer("p4handoff.cli.run") > _layer("p4handoff.lab.runner") > _layer("p4handoff.controller.daemon")
+    assert _layer("p4handoff.cli.run") > _layer("p4handoff.reliability.chaos") > _layer("p4handoff.lab.runner")
+    assert _layer("p4handoff.lab.runner") > _layer("p4handoff.topo.rig") > _layer("p4handoff.scenario.loader")
+    assert _layer("p4handoff.scenario.loader") > _layer("p4handoff.controller.daemon")
     assert _layer("p4handoff.wire") == (0, "base") and _layer("p4handoff") == (0, "base")
     assert not _allowed("p4handoff.hosts.endpoint", "p4handoff.controller.intents")
     assert not _allowed("p4handoff.wire", "p4handoff.lab.runner")

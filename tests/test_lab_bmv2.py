@@ -16,9 +16,9 @@ from pathlib import Path
 import yaml
 
 from tests.bmv2_support import LAB_MARKS
-from p4handoff.lab import lab_backend
+from p4handoff.lab.mininet import backend as mininet
 from p4handoff.lab.runner import run_scenario
-from p4handoff.lab.scenario import parse
+from p4handoff.scenario.loader import parse
 
 pytestmark = LAB_MARKS
 
@@ -54,7 +54,7 @@ def test_smoke_handoff_in_the_lab(tmp_path: Path) -> None:
     script = tmp_path / "cli.txt"       # Mininet's CLI on the built lab, before traffic
     script.write_text(f"mh ip -o addr show dev lo > {tmp_path}/mh-lo.txt\n"
                       f"bs2 ip -o link show type bridge > {tmp_path}/bs2-bridges.txt\n")
-    res = run_scenario(sf, lab_backend.LabBackend(mininet_cli=script), results_root=tmp_path, run_id="lab",
+    res = run_scenario(sf, mininet.LabBackend(mininet_cli=script), results_root=tmp_path, run_id="lab",
                        progress_out=None)
     assert "10.0.9.1/32" in (tmp_path / "mh-lo.txt").read_text()          # the MH's home address
     assert "br" in (tmp_path / "bs2-bridges.txt").read_text()              # the cell's medium, in its BS

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from p4handoff.controller.network import parse_network
-from p4handoff.lab.lab_plan import LabError, plan, pps
-from p4handoff.lab.scenario import load, read_document, parse
+from p4handoff.topo.plan import LabError, plan, pps
+from p4handoff.scenario.loader import load, read_document, parse
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 

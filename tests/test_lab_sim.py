@@ -13,7 +13,7 @@ import pytest
 from tests.sim_papers import vertical_handoff
 from p4handoff.lab.results import Results, RunRecord
 from p4handoff.lab.runner import run_scenario
-from p4handoff.lab.scenario import SweepAxis, load
+from p4handoff.scenario.loader import SweepAxis, load
 from p4handoff.lab.sim_backend import SimBackend
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from p4handoff import netns
-from p4handoff.lab.mininet_lab import LabNet, mininet_available
+from p4handoff.topo.mininet_net import LabNet, mininet_available
 
 _netns_why = netns.unavailable_reason()
 _mn_ok, _mn_why = mininet_available()
@@ -26,7 +26,7 @@ def _shell_alive(pid: int) -> bool:
 
 
 def test_hosts_links_and_bridge_carry_traffic_and_everything_goes_at_stop() -> None:
-    lab = netns.Lab("mn")
+    lab = netns.Sandbox("mn")
     net = LabNet(lab, mtu=1500)
     try:
         a, b, mid = net.host("a"), net.host("b"), net.host("mid")

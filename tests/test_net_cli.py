@@ -44,7 +44,7 @@ def test_semantic_errors_before_any_network_use(capsys, tmp_path):
 @needs_netns[0]
 @needs_netns[1]
 def test_runtime_failures_exit_1_with_the_reason(tmp_path):
-    with netns.Lab("cli") as lab:
+    with netns.Sandbox("cli") as lab:
         path = make_path(lab)
         refused = run_cli(path.a, "send", "--to", RECEIVER, "--bytes", "1k", "--notify-port", "0")
         assert refused.returncode == EXIT_ERROR and "connection refused" in refused.stderr
@@ -80,7 +80,7 @@ def test_runtime_failures_exit_1_with_the_reason(tmp_path):
 @needs_netns[0]
 @needs_netns[1]
 def test_a_terminated_sender_resets_its_peer_and_removes_its_guard():
-    with netns.Lab("trm") as lab:
+    with netns.Sandbox("trm") as lab:
         path = make_path(lab)
         path.a.rate_limit(path.link.dev_a, 10_000)
         receiver = OurReceiver(path, "--notify-port", "0")
@@ -108,7 +108,7 @@ def test_a_terminated_sender_resets_its_peer_and_removes_its_guard():
 def test_iw_sack_and_timestamps_flags_reach_the_connection(tmp_path):
     """The lab passes a scenario's IW, SACK and timestamp settings this way; the trace shows what was used."""
     import csv
-    with netns.Lab("opt") as lab:
+    with netns.Sandbox("opt") as lab:
         path = make_path(lab)
         for name, flags, want in (("default", (), ("3", "sack=1 ts=1")),
                                   ("set", ("--iw", "1", "--no-sack", "--no-timestamps"), ("1", "sack=0 ts=0"))):

@@ -21,7 +21,7 @@ A, B = "10.0.9.1", "10.0.9.2"
 
 @pytest.fixture
 def pair():
-    with netns.Lab("raw") as lab:
+    with netns.Sandbox("raw") as lab:
         a, b = lab.namespace("a"), lab.namespace("b")
         lab.veth(a, b, A + "/24", B + "/24")
         yield lab, a, b
@@ -105,7 +105,7 @@ def test_guard_reserves_its_port(pair):
 
 
 def test_checksum_offloaded_kernel_segments_are_marked_trusted():
-    with netns.Lab("raw") as lab:
+    with netns.Sandbox("raw") as lab:
         a, b = lab.namespace("a"), lab.namespace("b")
         lab.veth(a, b, A + "/24", B + "/24", offloads=True)
         rx = b.call(lambda: PacketReceiver(7000))

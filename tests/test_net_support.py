@@ -27,13 +27,13 @@ CLI_TIMEOUT = 60.0
 class Path2:
     """Sender namespace `a` and receiver namespace `b` joined by one veth pair."""
 
-    lab: netns.Lab
+    lab: netns.Sandbox
     a: netns.Namespace
     b: netns.Namespace
     link: netns.Veth
 
 
-def make_path(lab: netns.Lab, mtu: int = 1500) -> Path2:
+def make_path(lab: netns.Sandbox, mtu: int = 1500) -> Path2:
     a, b = lab.namespace("snd"), lab.namespace("rcv")
     return Path2(lab, a, b, lab.veth(a, b, SENDER + "/24", RECEIVER + "/24", mtu=mtu))
 
@@ -221,7 +221,7 @@ pytestmark = needs_netns
 
 
 def test_rst_watch_sees_the_kernel_refusing_a_connection_and_the_sink_gets_kernel_data():
-    with netns.Lab("sup") as lab:
+    with netns.Sandbox("sup") as lab:
         path = make_path(lab)
         watch = RstWatch(path)
         client = path.a.socket()

@@ -38,7 +38,7 @@ def sender(path, *args: str) -> dict[str, str]:
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))
 def test_our_sender_to_unmodified_linux_receiver(scheme, payload):
     data, file = payload
-    with netns.Lab("xl") as lab:
+    with netns.Sandbox("xl") as lab:
         path = make_path(lab)
         sink = LinuxSink(path)
         watch = RstWatch(path)
@@ -53,7 +53,7 @@ def test_our_sender_to_unmodified_linux_receiver(scheme, payload):
 def test_our_sender_to_our_receiver(scheme, payload, tmp_path):
     data, file = payload
     out = tmp_path / "received.bin"
-    with netns.Lab("xo") as lab:
+    with netns.Sandbox("xo") as lab:
         path = make_path(lab)
         receiver = OurReceiver(path, "--scheme", scheme, "--out", str(out), "--time-wait", "0.2",
                                "--notify-port", "0")
@@ -68,7 +68,7 @@ def test_our_sender_to_our_receiver(scheme, payload, tmp_path):
 
 @pytest.mark.parametrize("peer", ["linux", "ours"])
 def test_transfer_completes_through_a_rate_limited_small_queue(peer, tmp_path):
-    with netns.Lab("xr") as lab:
+    with netns.Sandbox("xr") as lab:
         path = make_path(lab)
         path.a.rate_limit(path.link.dev_a, 20_000, burst_bytes=6_000, limit_bytes=15_000)
         if peer == "linux":
@@ -88,7 +88,7 @@ def test_linux_acks_left_to_checksum_offload_are_taken_on_the_kernels_word(paylo
     """With offloads on, the Linux receiver's ACKs arrive with unfilled TCP checksums (CSUMNOTREADY);
     the driver decodes them without verifying that checksum, or it would drop every ACK and stall."""
     data, file = payload
-    with netns.Lab("xk") as lab:
+    with netns.Sandbox("xk") as lab:
         path = make_path(lab)
         path.link.set_offloads(True)
         sink = LinuxSink(path)
@@ -97,7 +97,7 @@ def test_linux_acks_left_to_checksum_offload_are_taken_on_the_kernels_word(paylo
         assert report["bytes"] == str(SIZE) and report["malformed_dropped"] == "0"
 
 def test_timed_transfer_and_both_trace_formats(tmp_path):
-    with netns.Lab("xt") as lab:
+    with netns.Sandbox("xt") as lab:
         path = make_path(lab)
         path.a.rate_limit(path.link.dev_a, 50_000)
         receiver = OurReceiver(path, "--time-wait", "0.2", "--notify-port", "0",

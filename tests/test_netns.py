@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.netns, pytest.mark.skipif(REASON is not None, reason=R
 
 
 def test_veth_carries_tcp_between_namespaces_and_sets_mtu_and_offloads():
-    with netns.Lab("t") as lab:
+    with netns.Sandbox("t") as lab:
         a, b = lab.namespace("a"), lab.namespace("b")
         assert a.name != b.name and a.name.startswith(netns.PREFIX + "-")
         link = lab.veth(a, b, "10.0.9.1/24", "10.0.9.2/24", mtu=9000)
@@ -44,7 +44,7 @@ def test_veth_carries_tcp_between_namespaces_and_sets_mtu_and_offloads():
 
 
 def test_root_namespace_cannot_see_lab_addresses():
-    with netns.Lab("t") as lab:
+    with netns.Sandbox("t") as lab:
         a, b = lab.namespace("a"), lab.namespace("b")
         lab.veth(a, b, "10.0.9.1/24", "10.0.9.2/24")
         root_addrs = subprocess.run(["ip", "-4", "addr"], capture_output=True, text=True, timeout=10).stdout
@@ -53,7 +53,7 @@ def test_root_namespace_cannot_see_lab_addresses():
 
 
 def test_started_process_runs_inside_and_is_stopped_by_pid():
-    with netns.Lab("t") as lab:
+    with netns.Sandbox("t") as lab:
         a = lab.namespace("a")
         proc = lab.start(a, [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"],
                          stdout=subprocess.PIPE)
@@ -66,7 +66,7 @@ def test_started_process_runs_inside_and_is_stopped_by_pid():
 
 
 def test_close_stops_a_process_that_ignores_sigterm():
-    lab = netns.Lab("t")
+    lab = netns.Sandbox("t")
     try:
         a = lab.namespace("a")
         proc = lab.start(a, [sys.executable, "-c",
@@ -80,7 +80,7 @@ def test_close_stops_a_process_that_ignores_sigterm():
 
 
 def test_rate_limit_installs_tbf():
-    with netns.Lab("t") as lab:
+    with netns.Sandbox("t") as lab:
         a, b = lab.namespace("a"), lab.namespace("b")
         link = lab.veth(a, b, "10.0.9.1/24", "10.0.9.2/24")
         a.rate_limit(link.dev_a, 5000)
@@ -90,8 +90,8 @@ def test_rate_limit_installs_tbf():
 
 def test_bad_arguments_are_rejected_clearly():
     with pytest.raises(ValueError, match="tag"):
-        netns.Lab("no spaces")
-    with netns.Lab("t") as lab:
+        netns.Sandbox("no spaces")
+    with netns.Sandbox("t") as lab:
         a, b = lab.namespace("a"), lab.namespace("b")
         with pytest.raises(ValueError):
             lab.veth(a, b, "10.0.9.300/24", "10.0.9.2/24")

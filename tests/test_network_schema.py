@@ -18,11 +18,11 @@ import yaml
 from p4handoff.controller.network import Network, NetworkError, load_network, parse_network
 from p4handoff.cli.main import main
 from p4handoff.docmodel import json_schema
-from p4handoff.lab.lab_plan import plan
-from p4handoff.lab.scenario import load
+from p4handoff.topo.plan import plan
+from p4handoff.scenario.loader import load
 
 REPO = Path(__file__).resolve().parent.parent
-EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
+EXAMPLES = sorted((REPO / "topo").glob("*.yaml"))
 TRACES = sorted((REPO / "traces").glob("*.yaml"))
 SCHEMA = json_schema(Network)
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)

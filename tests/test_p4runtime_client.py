@@ -300,9 +300,9 @@ def mini(tmp_path_factory) -> tuple[Path, Path]:
 @pytest.fixture(scope="module")
 def rig(mini, tmp_path_factory):
     """simple_switch_grpc in the root namespace; ports 1 and 2 lead to h1/h2 in a throwaway namespace."""
-    from p4handoff.netns import Lab
+    from p4handoff.netns import Sandbox
     from p4handoff.bmv2 import Bmv2Switch, veth_port
-    with Lab("p4rt") as lab:
+    with Sandbox("p4rt") as lab:
         hosts = lab.namespace("h")
         ifnames = {port: f"p4h{os.getpid()}s{port}" for port in (1, 2)}
         for port, ifname in ifnames.items():

@@ -9,7 +9,7 @@ import yaml
 from p4handoff.controller.network import parse_network
 from p4handoff.paths import BUILD_ENV, build_dir, pipeline_files
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "three-switch.yaml"
+EXAMPLE = Path(__file__).resolve().parent.parent / "topo" / "three-switch.yaml"
 
 
 def test_the_build_directory_is_that_of_the_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

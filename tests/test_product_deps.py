@@ -6,8 +6,8 @@ import ast
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-PRODUCT = ("p4handoff",)
+from tests.source_tree import REPO as ROOT, product_modules
+
 DEV_ONLY = {"scapy", "ptf", "pytest", "hypothesis", "jsonschema"}
 
 
@@ -23,8 +23,7 @@ def imported_top_levels(path: Path) -> set[str]:
 
 def test_no_product_module_imports_a_dev_only_package():
     offenders = {str(p.relative_to(ROOT)): sorted(imported_top_levels(p) & DEV_ONLY)
-                 for pkg in PRODUCT for p in (ROOT / pkg).rglob("*.py")
-                 if "generated" not in p.parts and imported_top_levels(p) & DEV_ONLY}
+                 for p in product_modules().values() if imported_top_levels(p) & DEV_ONLY}
     assert offenders == {}
 
 

@@ -1,4 +1,4 @@
-"""p4handoff/controller/protogen.py: the P4Runtime modules regenerated from the p4runtime wheel's descriptors."""
+"""controller/p4runtime/protogen.py: the P4Runtime modules regenerated from the p4runtime wheel's descriptors."""
 from __future__ import annotations
 
 import subprocess
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from google.protobuf import descriptor_pb2
 
-from p4handoff.controller import protogen
+from p4handoff.controller.p4runtime import protogen
 
 
 def test_descriptor_is_read_from_both_generated_forms():

@@ -97,7 +97,7 @@ class Rig:
 
     deadline = float("inf")  # monotonic time by which the suite must be done
 
-    def __init__(self, lab: netns.Lab, p4info: Path, bmv2_json: Path, ptf_dir: Path, log_dir: Path,
+    def __init__(self, lab: netns.Sandbox, p4info: Path, bmv2_json: Path, ptf_dir: Path, log_dir: Path,
                  cpu_port: int, priority_queues: int) -> None:
         self.p4info, self.bmv2_json, self.ptf_dir, self.log_dir = p4info, bmv2_json, ptf_dir, log_dir
         self.ns = lab.namespace("ptf")
@@ -147,7 +147,7 @@ def suite_rig():
     reason = skip_reason()
     if reason:
         pytest.skip(reason)
-    with netns.Lab("ptf") as lab:
+    with netns.Sandbox("ptf") as lab:
         rig = Rig(lab, P4INFO, BMV2_JSON, PTF_DIR, LOG_DIR, *switch_settings())
         rig.deadline = time.monotonic() + SUITE_BUDGET_S
         yield rig
@@ -184,7 +184,7 @@ def test_harness_runs_ptf_tests_and_reports_each_outcome(tmp_path):
     if reason:
         pytest.skip(reason)
     p4info, bmv2_json = compile_p4(SELFTEST_P4, tmp_path)
-    with netns.Lab("ptfself") as lab:
+    with netns.Sandbox("ptfself") as lab:
         rig = Rig(lab, p4info, bmv2_json, SELFTEST_DIR, tmp_path / "logs", cpu_port=255, priority_queues=2)
         names = discover(SELFTEST_DIR)
         assert names == [f"test_mini.{n}" for n in

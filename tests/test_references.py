@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from p4handoff.lab.scenario import load
-from p4handoff.lab.scenario_model import PAPERS, paper_ref
+from p4handoff.scenario.loader import load
+from p4handoff.scenario.model import PAPERS, paper_ref
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
 TRACES = sorted((ROOT / "traces").glob("*.yaml"))
-TOP_DIRS = ("bench", "docs", "examples", "p4handoff", "p4src", "ptf-tests", "scripts", "tests",
+TOP_DIRS = ("bench", "controller", "docs", "p4handoff", "p4src", "ptf-tests", "scripts", "tests", "topo",
             "traces")
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
 #: a repository path in running text: a top directory, then a file name with an extension, maybe #anchor

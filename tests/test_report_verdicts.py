@@ -12,9 +12,9 @@ from p4handoff.hosts.sim.link import Link
 from p4handoff.hosts.sim.packet import Packet
 from p4handoff.lab.report import Verdict, claims_console, fmt_apart, required, verdicts
 from p4handoff.lab.runner import run_scenario
-from p4handoff.lab.scenario import SweepAxis, load
+from p4handoff.scenario.loader import SweepAxis, load
 from p4handoff.lab.sim_backend import SimBackend
-from p4handoff.lab.units import ScenarioError
+from p4handoff.scenario.units import ScenarioError
 
 ROOT = Path(__file__).resolve().parent.parent
 VH = ROOT / "traces" / "vh-wlan-to-3g.yaml"

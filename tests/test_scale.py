@@ -21,7 +21,7 @@ from p4handoff.lab import compact
 from p4handoff.lab.execute import DaskCluster, LocalProcesses
 from p4handoff.lab.results import Results
 from p4handoff.lab.runner import run_scenario
-from p4handoff.lab.scenario import SweepAxis, load
+from p4handoff.scenario.loader import SweepAxis, load
 from p4handoff.lab.sim_backend import SimBackend
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,9 +9,9 @@ import yaml
 
 from tests.sim_papers import vertical_handoff
 from p4handoff.lab import metrics
-from p4handoff.lab.rawdoc import expand_counts, set_path
-from p4handoff.lab.scenario import SweepAxis, load, parse, read_document
-from p4handoff.lab.units import Errors, ScenarioError, parse_rate, parse_time
+from p4handoff.scenario.rawdoc import expand_counts, set_path
+from p4handoff.scenario.loader import SweepAxis, load, parse, read_document
+from p4handoff.scenario.units import Errors, ScenarioError, parse_rate, parse_time
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 VH = TRACES / "vh-wlan-to-3g.yaml"

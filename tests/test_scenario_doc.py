@@ -1,12 +1,12 @@
-"""Scenario documents as models (p4handoff.lab.scenario_doc): every problem at once, each once, at its path."""
+"""Scenario documents as models (p4handoff.scenario.doc): every problem at once, each once, at its path."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-from p4handoff.lab.scenario import parse, read_document
-from p4handoff.lab.units import ScenarioError
+from p4handoff.scenario.loader import parse, read_document
+from p4handoff.scenario.units import ScenarioError
 
 VH = Path(__file__).resolve().parent.parent / "traces" / "vh-wlan-to-3g.yaml"
 MOVE = "topology.mobile_hosts[mh].moves[0]"
@@ -88,7 +88,7 @@ def test_resolving_problems_of_valid_sections_come_with_the_others() -> None:
 
 def test_every_run_is_resolved_when_the_file_is_read_and_the_runner_takes_them(tmp_path: Path) -> None:
     from p4handoff.lab.runner import plan_sweep
-    from p4handoff.lab.scenario import load
+    from p4handoff.scenario.loader import load
     from p4handoff.lab.sim_backend import SimBackend
 
     sf = load(VH.with_name("vh-wlan-to-3g-buffers.yaml"))

@@ -1,9 +1,9 @@
-"""The resolved timeline's primitives (p4handoff.lab.scenario_model.MobilityOp) as the backends read them."""
+"""The resolved timeline's primitives (p4handoff.scenario.model.MobilityOp) as the backends read them."""
 from __future__ import annotations
 
 import pytest
 
-from p4handoff.lab.scenario_model import MobilityOp
+from p4handoff.scenario.model import MobilityOp
 
 
 def test_only_an_attach_joins_a_cell():

@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from p4handoff.cli.main import main
-from p4handoff.lab.scenario import load, parse, read_document
-from p4handoff.lab.scenario_doc.build import validate
-from p4handoff.lab.scenario_doc.schema import scenario_schema
-from p4handoff.lab.units import ScenarioError
+from p4handoff.scenario.loader import load, parse, read_document
+from p4handoff.scenario.doc.build import validate
+from p4handoff.scenario.doc.schema import scenario_schema
+from p4handoff.scenario.units import ScenarioError
 
 REPO = Path(__file__).resolve().parent.parent
 TRACES = sorted((REPO / "traces").glob("*.yaml"))

@@ -1,4 +1,4 @@
-"""The TNA port (issue 10): the controller's one mapping (p4handoff/controller/tofino.py) and the P4Info parity
+"""The TNA port (issue 10): the controller's one mapping (controller/tofino.py) and the P4Info parity
 of the two programs on exactly the entities the controller uses.
 
 The compiled-program tests need the open-source Tofino back end of p4c
@@ -28,7 +28,7 @@ from p4handoff.controller.tofino import (TNA_PROB_ONE, TnaQueues, cell_ranges, g
 from p4handoff.wire import AQM_MODE_MRED, AQM_MODE_RED, PROB_ONE, TNA_PROB_BITS
 
 ROOT = Path(__file__).resolve().parents[1]
-NET = load_network(ROOT / "examples" / "three-switch.yaml")
+NET = load_network(ROOT / "topo" / "three-switch.yaml")
 V1_P4INFO = ROOT / "build" / "bs.p4info.txtpb"
 TNA_TARGETS = ("tofino", "tofino2")
 TNA_DIR = ROOT / "build" / "tofino"
@@ -324,7 +324,7 @@ def _described(tmp_path: Path, **controller: object):
     """The example network with `controller` settings added, loaded as the daemon loads it."""
     import yaml
 
-    raw = yaml.safe_load((ROOT / "examples" / "three-switch.yaml").read_text())
+    raw = yaml.safe_load((ROOT / "topo" / "three-switch.yaml").read_text())
     raw["controller"].update(controller)
     path = tmp_path / "net.yaml"
     path.write_text(yaml.safe_dump(raw))

@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 PIP_TIMEOUT = 300
 WHEEL_TEST_TIMEOUT = 600   # the first test also builds and installs (14 s with pip's cache; downloads without it)
-GENERATED = "p4handoff/controller/p4runtime/generated/"
+GENERATED = "controller/p4runtime/generated/"          # in the source tree; p4handoff/ + this in the wheel
 GENERATED_MODULES = ("p4/v1/p4runtime_pb2.py", "p4/v1/p4runtime_pb2_grpc.py", "p4/v1/p4data_pb2.py",
                      "p4/config/v1/p4info_pb2.py", "p4/config/v1/p4types_pb2.py")
 PROTOGEN_PINS = ("grpcio-tools", "p4runtime", "googleapis-common-protos")
@@ -137,8 +137,14 @@ def test_the_wheel_carries_the_p4_headers_as_files_and_the_generated_p4runtime_m
         for name, info in headers.items():
             assert stat.S_ISREG(info.external_attr >> 16), f"{name} is not a regular file in the wheel"
             assert whl.read(info) == (REPO / "p4src" / "include" / name).read_bytes(), name
-        assert {GENERATED + m for m in GENERATED_MODULES} <= set(infos)
-        assert b"ValidateProtobufRuntimeVersion" in whl.read(GENERATED + "p4/v1/p4runtime_pb2.py")
+        assert {"p4handoff/" + GENERATED + m for m in GENERATED_MODULES} <= set(infos)
+        assert b"ValidateProtobufRuntimeVersion" in whl.read("p4handoff/" + GENERATED + "p4/v1/p4runtime_pb2.py")
+        modules = {n for n in infos if n.endswith(".py")}
+        for package in ("controller", "topo"):        # linked into p4handoff/ in a checkout: real files in the wheel
+            real = {f"p4handoff/{package}/{p.relative_to(REPO / package).as_posix()}"
+                    for p in (REPO / package).rglob("*.py") if "generated" not in p.parts}
+            assert real <= modules, sorted(real - modules)
+            assert all(stat.S_ISREG(infos[n].external_attr >> 16) for n in real)
 
 
 @pytest.mark.slow
@@ -185,7 +191,7 @@ def test_p4handoff_run_simulates_a_scenario_outside_the_repository(installed: In
 @pytest.mark.timeout(WHEEL_TEST_TIMEOUT)
 def test_p4handoff_ctl_validate_checks_the_example_network_outside_the_repository(installed: Installed):
     network = installed.elsewhere / "three-switch.yaml"
-    shutil.copy(REPO / "examples" / "three-switch.yaml", network)
+    shutil.copy(REPO / "topo" / "three-switch.yaml", network)
     done = installed.run("ctl", "validate", "--network", network, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"{network}: valid (3 switches, 2 mobile hosts, 1 fixed hosts)"

@@ -5,24 +5,24 @@ from __future__ import annotations
 import ast
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
 from p4handoff.controller.p4runtime import P4Info
 from p4handoff import wire
 
-REPO = Path(__file__).resolve().parent.parent
-PYTHON_TREES = ("controller", "hosts", "topo", "p4handoff", "ptf-tests", "bench")
+from tests.source_tree import REPO, product_modules
+
+OTHER_PYTHON_TREES = ("ptf-tests", "bench")       # beside the product's own modules
 
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory) -> tuple[P4Info, dict]:
-    """p4src/bs.p4 compiled now (so a stale build/ cannot hide a drift): its P4Info and BMv2 JSON."""
+    """p4src/v1model/bs.p4 compiled now (so a stale build/ cannot hide a drift): its P4Info and BMv2 JSON."""
     from p4handoff.bmv2 import P4C, compile_p4
     if shutil.which(P4C) is None:
         pytest.skip(f"'{P4C}' (p4c for BMv2) is not on PATH")
-    p4info, config = compile_p4(REPO / "p4src" / "bs.p4", tmp_path_factory.mktemp("bs"),
+    p4info, config = compile_p4(REPO / "p4src" / "v1model" / "bs.p4", tmp_path_factory.mktemp("bs"),
                                 include_dirs=[REPO / "p4src" / "include"])
     return P4Info.load(p4info), json.loads(config.read_text())
 
@@ -74,17 +74,15 @@ def _literal(node: ast.AST) -> bool:
 def test_no_python_module_writes_a_shared_value_by_hand():
     shared = set(wire.load_constants())
     copies = []
-    for tree in PYTHON_TREES:
-        for path in sorted((REPO / tree).rglob("*.py")):
-            if path == REPO / "p4handoff" / "wire.py" or "generated" in path.parts:
-                continue
-            for node in ast.parse(path.read_text()).body:
-                targets = node.targets if isinstance(node, ast.Assign) else (
-                    [node.target] if isinstance(node, ast.AnnAssign) else [])
-                value = getattr(node, "value", None)
-                for t in targets:
-                    if isinstance(t, ast.Name) and t.id in shared and value is not None and _literal(value):
-                        copies.append(f"{path.relative_to(REPO)}:{node.lineno} {t.id}")
+    python = list(product_modules().values()) + [p for tree in OTHER_PYTHON_TREES for p in (REPO / tree).rglob("*.py")]
+    for path in sorted(p for p in python if p != REPO / "p4handoff" / "wire.py"):
+        for node in ast.parse(path.read_text()).body:
+            targets = node.targets if isinstance(node, ast.Assign) else (
+                [node.target] if isinstance(node, ast.AnnAssign) else [])
+            value = getattr(node, "value", None)
+            for t in targets:
+                if isinstance(t, ast.Name) and t.id in shared and value is not None and _literal(value):
+                    copies.append(f"{path.relative_to(REPO)}:{node.lineno} {t.id}")
     assert copies == []
 
 
@@ -93,7 +91,7 @@ def test_a_network_that_overflows_a_table_is_refused_naming_it(monkeypatch, caps
     from p4handoff.cli.main import main
     from p4handoff.controller.network import load_network
     from p4handoff.controller.programmer import Programmer
-    example = REPO / "examples" / "three-switch.yaml"
+    example = REPO / "topo" / "three-switch.yaml"
     net = load_network(example)
     assert Programmer(net).capacity_problems() == []
     need = len([e for e in Programmer(net).static_entries("gw") if e.table == "ipv4_fwd"]) + len(net.mobile_hosts)

@@ -67,7 +67,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     tb = cmds.add_parser("testbed", help="start three BMv2 switches (a gateway, two base stations) to run the "
                                          "controller against, until Ctrl-C (root, BMv2)",
-                         description="Start the controller's BMv2 testbed (p4handoff/controller/testbed.py, the one its tests "
+                         description="Start the controller's BMv2 testbed (topo/testbed.py, the one its tests "
                                      "use): switches gw, bs1, bs2 with their links, a correspondent and the mobile "
                                      "hosts' radios in network namespaces, and a network description for "
                                      "`ctl run`. Runs until SIGINT/SIGTERM, then removes everything it made.")
@@ -215,7 +215,7 @@ def _testbed(args: argparse.Namespace) -> int:
     if why:
         _err(args, f"cannot start the testbed here: {why}")
         return EXIT_ERROR
-    from p4handoff.controller.testbed import Testbed
+    from p4handoff.topo.testbed import Testbed
     workdir = args.dir.resolve()
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

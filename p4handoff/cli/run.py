@@ -32,8 +32,8 @@ from p4handoff.interrupt import sigterm_as_interrupt
 from p4handoff.lab.execute import cpu_count, make_pool
 from p4handoff.lab.backend import Backend
 from p4handoff.lab.runner import RESULTS_ROOT, SweepIncomplete, execute_sweeps, plan_sweep, read_plan, resume_sweep
-from p4handoff.lab.scenario import SweepAxis, load
-from p4handoff.lab.units import ScenarioError
+from p4handoff.scenario.loader import SweepAxis, load
+from p4handoff.scenario.units import ScenarioError
 
 EXIT_INVALID = 3
 
@@ -119,16 +119,16 @@ def choose_backend(name: str, mininet_cli: bool | Path = False, cluster: bool = 
     from p4handoff.lab.sim_backend import SimBackend
     if name == "sim":
         return SimBackend(), "asked for"
-    from p4handoff.lab import lab_backend
+    from p4handoff.lab.mininet import backend as mininet
     if name == "lab" and cluster:
-        return lab_backend.LabBackend(mininet_cli), "asked for, on the cluster's lab workers"
-    ok, reason = lab_backend.available()
+        return mininet.LabBackend(mininet_cli), "asked for, on the cluster's lab workers"
+    ok, reason = mininet.available()
     if name == "lab":
         if not ok:
             raise ValueError(f"the lab backend cannot run here: {reason}")
-        return lab_backend.LabBackend(mininet_cli), "asked for"
+        return mininet.LabBackend(mininet_cli), "asked for"
     if ok:
-        return lab_backend.LabBackend(mininet_cli), "auto: root, BMv2, Mininet and build/bs.json are available"
+        return mininet.LabBackend(mininet_cli), "auto: root, BMv2, Mininet and build/bs.json are available"
     return SimBackend(), f"auto: lab unavailable — {reason}"
 
 

@@ -24,7 +24,7 @@ def _network() -> dict[str, Any]:
 
 
 def _scenario() -> dict[str, Any]:
-    from p4handoff.lab.scenario_doc.schema import scenario_schema
+    from p4handoff.scenario.doc.schema import scenario_schema
     return scenario_schema()
 
 

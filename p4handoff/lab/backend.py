@@ -1,4 +1,4 @@
-"""What runs one scenario run: the simulator (`sim_backend`) or the Mininet lab (`lab_backend`).
+"""What runs one scenario run: the simulator (`sim_backend`) or the Mininet lab (`mininet.backend`).
 
 Its own module so the runner, which plans the runs, and `execute`, which
 performs each one wherever it runs, both name it without importing each other.
@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from p4handoff.lab.rundata import RunData
-from p4handoff.lab.scenario import Scenario
+from p4handoff.scenario.loader import Scenario
 
 
 class Backend(Protocol):

@@ -26,7 +26,7 @@ from typing import Protocol
 from p4handoff.lab import compact, metrics
 from p4handoff.lab.backend import Backend
 from p4handoff.lab.rundata import FlowData, RunData
-from p4handoff.lab.scenario import Scenario
+from p4handoff.scenario.loader import Scenario
 
 LAB_RESOURCE = "lab"   # a Dask worker started with `--resources lab=1` takes one lab run at a time
 

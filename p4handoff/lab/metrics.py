@@ -23,7 +23,7 @@ from typing import Any
 
 from p4handoff.hosts.sim import measure
 from p4handoff.lab.rundata import RunData
-from p4handoff.lab.scenario import Quantity, Scenario
+from p4handoff.scenario.loader import Quantity, Scenario
 
 
 def path_intervals(scn: Scenario, mh: str, source: str) -> list[tuple[float, float, float]]:

@@ -31,7 +31,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from p4handoff.lab.compact import open_text  # noqa: E402
 from p4handoff.lab.report import published_value, unit  # noqa: E402
 from p4handoff.lab.results import Results, RunRecord, point_label, point_slug  # noqa: E402
-from p4handoff.lab.scenario_model import FRACTION_METRICS, RATE_METRICS  # noqa: E402
+from p4handoff.scenario.model import FRACTION_METRICS, RATE_METRICS  # noqa: E402
 
 MAX_POINTS = 8
 DPI = 110

@@ -14,9 +14,9 @@ import math
 from dataclasses import dataclass
 
 from p4handoff.lab.results import Results, point_label
-from p4handoff.lab.scenario import Expectation, Quantity, QueueSpec, Scenario
-from p4handoff.lab.scenario_model import FRACTION_METRICS, RATE_METRICS, paper_ref
-from p4handoff.lab.units import format_rate
+from p4handoff.scenario.loader import Expectation, Quantity, QueueSpec, Scenario
+from p4handoff.scenario.model import FRACTION_METRICS, RATE_METRICS, paper_ref
+from p4handoff.scenario.units import format_rate
 
 
 def fmt(metric: str, v: float | None, extra: int = 0) -> str:

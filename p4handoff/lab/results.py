@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from p4handoff.lab.rundata import RunData
-from p4handoff.lab.scenario import Scenario, ScenarioFile
+from p4handoff.scenario.loader import Scenario, ScenarioFile
 
 
 @dataclass(frozen=True)

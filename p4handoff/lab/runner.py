@@ -41,7 +41,7 @@ from p4handoff.lab.backend import Backend
 from p4handoff.lab.execute import InProcess, Pool, RunFailed, RunOutput, RunTask
 from p4handoff.lab.results import Results, RunPlace, RunRecord, point_slug, slug
 from p4handoff.lab.rundata import FlowData, RunData
-from p4handoff.lab.scenario import ScenarioFile, SweepAxis, parse
+from p4handoff.scenario.loader import ScenarioFile, SweepAxis, parse
 
 RESULTS_ROOT = Path("results")   # in the working directory, as `make run` leaves it; --results changes it
 QUEUES = "queues.csv.xz"

@@ -21,7 +21,7 @@ from p4handoff.hosts.segment import Segment
 from p4handoff.hosts.sim.tcpflow import BulkSource, TcpFlow, tcp_flow
 from p4handoff.hosts.tcp import TcpConfig
 from p4handoff.lab.rundata import FlowData, RunData
-from p4handoff.lab.scenario import QueueSpec, Scenario
+from p4handoff.scenario.loader import QueueSpec, Scenario
 
 BACKGROUND_IFACE = "radio"
 

@@ -12,7 +12,7 @@
  * idle-time decay (1 - w_q)^m is a Q0.12 factor from a range table,
  * applied by shift-and-add; p_b comes from a range table on the average
  * and p_a from an exact table on (p_b level, count), both filled by
- * p4handoff/controller/aqm_tables.py, and is compared with a uniform random number.
+ * controller/aqm_tables.py, and is compared with a uniform random number.
  *
  * The glue reads the state snapshot (occupancies, avg, count, idle time,
  * random number) into meta, applies AqmDecide, then writes the state back

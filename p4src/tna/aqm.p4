@@ -9,7 +9,7 @@
  *  - the count is one RegisterAction per verdict kind; the early drop test
  *    `rnd < p_a(count)` becomes `count >= c*(rnd)` inside the stateful ALU,
  *    with c* from the range table red_pa_gap (same law, see
- *    p4handoff/controller/tofino.py);
+ *    controller/tofino.py);
  *  - each queue's last seen depth is one register per queue id, so a packet
  *    writes its own queue's and reads the others'.
  * Everything is indexed by egress port (PORT_SLOTS), counters by
@@ -127,7 +127,7 @@ control TnaAqmEgress(inout tna_headers_t hdr, inout tna_egress_meta_t meta,
 
     /* (p_b level, random number) -> the least count whose p_a threshold
      * exceeds it: red_pa's thresholds turned into random-number ranges, and
-     * the ranges into prefixes (p4handoff/controller/tofino.py, gap_prefixes): one
+     * the ranges into prefixes (controller/tofino.py, gap_prefixes): one
      * 32-bit TCAM row per entry, where a 16-bit range costs up to seven rows
      * of twice the width (docs/tofino.md, "Resources") */
     @name(".red_pa_gap")

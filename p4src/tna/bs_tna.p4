@@ -1,7 +1,7 @@
 /* P4Handoff base-station pipeline, TNA (Tofino-1 `tna`, Tofino-2 `t2na`).
  *
  * The TNA glue: the same target-independent ingress (include/ingress.p4:
- * BsIngress) and deparser (BsDeparser) as the v1model program p4src/bs.p4,
+ * BsIngress) and deparser (BsDeparser) as the v1model program p4src/v1model/bs.p4,
  * with Tofino's parsers (parser.p4), the AQM in egress (aqm.p4), the
  * traffic manager's strict-priority queues instead of v1model's dummy gate
  * and recirculation, and the same P4Info names for every entity the

@@ -1,0 +1,59 @@
+"""Start the controller daemon (`p4handoff ctl run`, the real command line) and wait until it serves.
+
+The controller testbed (p4handoff.topo.testbed) and the lab (p4handoff.topo.rig, whose
+chaos faults kill and restart the controller through it) both start it here, so
+both wait for the same thing: the daemon answers `status` on its control socket
+and reports every switch of its description up.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from p4handoff.controller.control import ControlError, request
+from p4handoff.netns import Sandbox, Namespace
+
+POLL_INTERVAL = 0.2   # seconds between status requests while the daemon starts
+
+
+def launch_controller(network: Path, *, socket_path: str, log: Path, stderr: Path, lab: Sandbox,
+                      netns: Namespace | None = None, timeout: float = 60.0) -> subprocess.Popen:
+    """Start the daemon on `network` and return it once it serves with every switch up.
+
+    It runs in `netns` (else the root namespace) in a process group of its own,
+    remembered by `lab` so `lab.close()` stops it; its output is appended to
+    `stderr`, its event log written to `log`. If it exits, or is not serving
+    within `timeout` seconds, it is stopped and the error says why (the end of
+    its output, or the timeout).
+    """
+    args = [sys.executable, "-m", "p4handoff", "ctl", "run", "--network", str(network), "--log", str(log)]
+    with open(stderr, "ab") as out:
+        if netns is not None:
+            proc = lab.start(netns, args, stdout=out, stderr=out)
+        else:
+            proc = subprocess.Popen(args, stdout=out, stderr=out, start_new_session=True)
+            lab.processes.append(proc)
+    try:
+        _wait_serving(proc, socket_path, stderr, timeout)
+    except BaseException:
+        lab.stop(proc, timeout=10)
+        raise
+    return proc
+
+
+def _wait_serving(proc: subprocess.Popen, socket_path: str, stderr: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"controller exited with {proc.returncode}: {stderr.read_text()[-2000:]}")
+        try:
+            status = request(socket_path, {"cmd": "status", "counters": False})
+        except ControlError:
+            time.sleep(POLL_INTERVAL)
+            continue
+        if all(s["state"] == "up" for s in status["switches"]):
+            return
+        time.sleep(POLL_INTERVAL)
+    raise TimeoutError(f"controller not serving with all switches up within {timeout} s")

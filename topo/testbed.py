@@ -1,0 +1,323 @@
+"""A gateway and two base stations on BMv2, in throwaway namespaces, with raw-frame hosts.
+
+For the controller's integration tests, its benchmark (bench/controller.py) and
+`p4handoff ctl testbed` (a standalone one to try the controller by hand):
+
+    fab  namespace: gw, bs1, bs2 (simple_switch_grpc, --cpu-port 255, 2 priority
+         queues), the switch-to-switch veth pairs, and the controller daemon
+         (`p4handoff ctl run`, a subprocess: the real command line)
+    ch   namespace: the correspondent, `eth0` on gw port 1
+    mh   namespace: the mobile hosts' radios, `cell1` on bs1 port 1, `cell2` on bs2 port 1
+
+Hosts have no IP configuration: tests send and receive whole frames on
+AF_PACKET sockets (`HostPort`), so the kernel never answers for them. Every
+name is `p4h-<pid>-...` (p4handoff.netns.Sandbox); `close()` stops every process
+by its PID and deletes every namespace.
+"""
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from p4handoff.controller.control import request
+from p4handoff.topo.launch import launch_controller
+from p4handoff.controller.registration import RegistrationReply, RegistrationRequest
+from p4handoff.controller.packets import PacketError, ethernet, parse_ipv4, parse_udp, split_ethernet, udp_packet
+from p4handoff.bmv2 import Bmv2Switch, veth_port
+from p4handoff.netns import Sandbox, Namespace
+from p4handoff.wire import UDP_PORT_MIP_REGISTRATION, load_constants
+
+CPU_PORT = load_constants()["CPU_PORT"]
+QUEUE_DEPTH = 4096   # BMv2's default of 64 would drop a burst of punts (CPU port) behind everyone's back
+ETH_P_ALL = 0x0003
+PACKET_OUTGOING = 4
+CH_MAC, CH_IP = "02:00:00:00:10:01", "10.0.0.1"
+GATEWAY_MAC, GATEWAY_IP = "02:00:00:00:01:fe", "10.0.1.254"
+SWITCH_MAC = {"gw": "02:00:00:00:00:01", "bs1": "02:00:00:00:00:02", "bs2": "02:00:00:00:00:03"}
+SWITCH_IP = {"gw": "192.168.100.1", "bs1": "192.168.100.2", "bs2": "192.168.100.3"}
+CELL_IFACE = {"bs1": "cell1", "bs2": "cell2"}
+
+
+def mh_name(i: int) -> str:
+    return f"mh{i + 1}"
+
+
+def mh_mac(i: int) -> str:
+    return f"02:aa:00:00:{(i + 1) >> 8:02x}:{(i + 1) & 0xFF:02x}"
+
+
+def mh_ip(i: int) -> str:
+    n = i + 1
+    return f"10.0.{1 + n // 250}.{n % 250 + 1}"      # never .254 (the anycast gateway)
+
+
+def cell_ip(i: int, bs: str) -> str:
+    return f"10.{10 + int(bs[-1])}.{(i + 1) >> 8}.{(i + 1) & 0xFF}"
+
+
+class HostPort:
+    """An AF_PACKET socket on one interface of a host namespace: send frames, collect received ones."""
+
+    def __init__(self, ns: Namespace, iface: str) -> None:
+        self.iface = iface
+        self.sock = ns.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        self.sock.bind((iface, 0))
+        self.sock.settimeout(0.05)
+
+    def send(self, frame: bytes) -> None:
+        self.sock.send(frame)
+
+    def receive(self, duration: float, until: Callable[[list[bytes]], bool] | None = None) -> list[bytes]:
+        """Frames received (not sent) during `duration` seconds, or until `until(frames)` holds."""
+        frames: list[bytes] = []
+        deadline = time.monotonic() + duration
+        while time.monotonic() < deadline:
+            try:
+                data, addr = self.sock.recvfrom(65535)
+            except socket.timeout:
+                continue
+            if addr[2] != PACKET_OUTGOING:
+                frames.append(data)
+                if until is not None and until(frames):
+                    break
+        return frames
+
+    def drain(self) -> None:
+        self.receive(0.05)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class Collector:
+    """Every frame a host port receives, with its arrival time, on a thread, until `stop()`."""
+
+    def __init__(self, port: HostPort) -> None:
+        self.port = port
+        self.timed: list[tuple[float, bytes]] = []     # (time.monotonic() at arrival, frame)
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                got = self.port.receive(0.05)
+            except OSError:              # the testbed closed the socket (a failing test's teardown)
+                return
+            now = time.monotonic()
+            self.timed += [(now, f) for f in got]
+
+    def stop(self) -> list[bytes]:
+        """Stop collecting; the frames in arrival order (their times stay in `timed`)."""
+        self._stop.set()
+        self._t.join(5)
+        return [f for _, f in self.timed]
+
+
+@dataclass
+class Udp:
+    src: str
+    dst: str
+    dscp: int
+    sport: int
+    dport: int
+    payload: bytes
+
+
+def parse_udp_frame(frame: bytes) -> Udp | None:
+    try:
+        _, _, pkt = split_ethernet(frame)
+        ip = parse_ipv4(pkt)
+        sport, dport, payload = parse_udp(ip)
+    except PacketError:
+        return None
+    return Udp(ip.src, ip.dst, ip.dscp, sport, dport, payload)
+
+
+class Testbed:
+    """Build with `Testbed(workdir, n_mobiles)`, then `start()`; always `close()`."""
+
+    __test__ = False    # not a pytest test class despite the name
+
+    def __init__(self, workdir: Path, n_mobiles: int = 2, *, hold_time_ms: int = 300,
+                 per_mh_packets: int = 64, aqm: dict[str, Any] | None = None, grpc_sockets: bool = False) -> None:
+        """`grpc_sockets`: the switches serve P4Runtime on Unix sockets in `workdir` (reachable from any
+        namespace, so a controller started by hand in the root namespace reaches them), else on
+        127.0.0.1 ports inside the fabric namespace."""
+        self.workdir = Path(workdir)
+        self.n_mobiles = n_mobiles
+        self.lab = Sandbox("ctl")
+        self.fab = self.lab.namespace("fab")
+        self.ch_ns = self.lab.namespace("ch")
+        self.mh_ns = self.lab.namespace("mh")
+        self.socket_path = str(self.workdir / "ctl.sock")
+        self.log_path = self.workdir / "controller.log"
+        self.network_path = self.workdir / "network.yaml"
+        self.switches: dict[str, Bmv2Switch] = {}
+        self.controller: subprocess.Popen | None = None
+        self.hosts: dict[str, HostPort] = {}
+        self._aqm = aqm or {"mode": "mred", "limit": 64, "min_th": 16, "max_th": 48, "max_p": 0.1,
+                            "w_q": 0.001953125}
+        self._hold = hold_time_ms
+        self._per_mh = per_mh_packets
+        self._grpc_sockets = grpc_sockets
+
+    # ---------------------------------------------------------------- topology
+
+    def start(self) -> "Testbed":
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        veth_port("g1", self.ch_ns, "eth0", switch_netns=self.fab)
+        veth_port("a1", self.mh_ns, "cell1", switch_netns=self.fab)
+        veth_port("b1", self.mh_ns, "cell2", switch_netns=self.fab)
+        veth_port("g2", self.fab, "a2", switch_netns=self.fab)
+        veth_port("g3", self.fab, "b2", switch_netns=self.fab)
+        veth_port("a3", self.fab, "b3", switch_netns=self.fab)
+        ports = {"gw": {1: "g1", 2: "g2", 3: "g3"}, "bs1": {1: "a1", 2: "a2", 3: "a3"},
+                 "bs2": {1: "b1", 2: "b2", 3: "b3"}}
+        for name, mapping in ports.items():
+            sock = {"grpc_socket": self.workdir / f"{name}.grpc"} if self._grpc_sockets else {}
+            self.switches[name] = self._switch(mapping, self.workdir / f"{name}.log", **sock)
+        self.network_path.write_text(yaml.safe_dump(self.description()))
+        self.hosts = {"ch": HostPort(self.ch_ns, "eth0"), "cell1": HostPort(self.mh_ns, "cell1"),
+                      "cell2": HostPort(self.mh_ns, "cell2")}
+        return self
+
+    def description(self) -> dict[str, Any]:
+        def sw(name: str, role: str, ports: list[dict]) -> dict:
+            d = {"name": name, "role": role, "grpc": self.switches[name].grpc_addr, "device_id": 0,
+                 "address": SWITCH_IP[name], "mac": SWITCH_MAC[name], "ports": ports}
+            if role == "bs":
+                d["cell_id"] = int(name[-1])
+            return d
+        access = {"number": 1, "role": "access", "aqm": self._aqm}
+        return {
+            "controller": {"election_id": 10, "socket": self.socket_path, "hold_time_ms": self._hold},
+            "buffer": {"per_mh_packets": self._per_mh, "total_packets": max(4096, self._per_mh * self.n_mobiles)},
+            "access_gateway": {"address": GATEWAY_IP, "mac": GATEWAY_MAC},
+            "switches": [
+                sw("gw", "gateway", [{"number": 1, "role": "core"}, {"number": 2, "role": "peer", "peer": "bs1"},
+                                     {"number": 3, "role": "peer", "peer": "bs2"}]),
+                sw("bs1", "bs", [access, {"number": 2, "role": "peer", "peer": "gw"},
+                                 {"number": 3, "role": "peer", "peer": "bs2"}]),
+                sw("bs2", "bs", [access, {"number": 2, "role": "peer", "peer": "gw"},
+                                 {"number": 3, "role": "peer", "peer": "bs1"}]),
+            ],
+            "fixed_hosts": [{"name": "ch", "address": CH_IP, "mac": CH_MAC, "switch": "gw", "port": 1}],
+            "mobile_hosts": [{"name": mh_name(i), "address": mh_ip(i), "mac": mh_mac(i), "correspondents": ["ch"],
+                              "cell_addresses": {"bs1": cell_ip(i, "bs1"), "bs2": cell_ip(i, "bs2")}}
+                             for i in range(self.n_mobiles)],
+        }
+
+    def restart_switch(self, name: str) -> None:
+        """Kill one switch by its PID and start a fresh one on the same ports and gRPC port."""
+        old = self.switches[name]
+        old.stop()
+        self.switches[name] = self._switch(old.ports, self.workdir / f"{name}-restart.log",
+                                           grpc_port=old.grpc_port, thrift_port=old.thrift_port,
+                                           grpc_socket=old.grpc_socket)
+
+    def _switch(self, ports: dict[int, str], log: Path, **kwargs: Any) -> Bmv2Switch:
+        sw = Bmv2Switch(ports, netns=self.fab, cpu_port=CPU_PORT, priority_queues=2, log_path=log, **kwargs).start()
+        sw.cli.set_queue_depth(QUEUE_DEPTH)        # every port and priority, the CPU port included
+        return sw
+
+    # ---------------------------------------------------------------- controller
+
+    def start_controller(self, network: Path | None = None, timeout: float = 60.0) -> subprocess.Popen:
+        """`p4handoff ctl run` in the fabric namespace; returns once it serves with every switch up."""
+        self.controller = launch_controller(network or self.network_path, socket_path=self.socket_path,
+                                            log=self.log_path, stderr=self.workdir / "controller.stderr",
+                                            lab=self.lab, netns=self.fab, timeout=timeout)
+        return self.controller
+
+    def stop_controller(self, kill: bool = False) -> int | None:
+        proc, self.controller = self.controller, None
+        if proc is None:
+            return None
+        if kill:
+            proc.kill()
+            code = proc.wait(10)
+            self.lab.processes.remove(proc)
+            return code
+        return self.lab.stop(proc, timeout=10)
+
+    def ctl(self, body: dict[str, Any]) -> dict[str, Any]:
+        return request(self.socket_path, body)
+
+    def wait_for(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 10.0) -> dict[str, Any]:
+        """Poll `status` until `predicate(status)` holds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            status = self.ctl({"cmd": "status", "counters": False})    # no switch reads: cheap to poll
+            if predicate(status):
+                return status
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"status condition not reached within {timeout} s: "
+                                   f"{json.dumps(status)[:2000]}")
+            time.sleep(0.05)
+
+    def mh_status(self, i: int) -> dict[str, Any]:
+        return next(m for m in self.ctl({"cmd": "status", "counters": False})["mobile_hosts"]
+                    if m["mh"] == mh_name(i))
+
+    def log_events(self, event: str | None = None) -> list[dict[str, Any]]:
+        if not self.log_path.exists():
+            return []
+        rows = [json.loads(line) for line in self.log_path.read_text().splitlines() if line.strip()]
+        return [r for r in rows if event is None or r["event"] == event]
+
+    # ---------------------------------------------------------------- hosts
+
+    def register(self, i: int, bs: str, ident: int, *, lifetime: int = 0xFFFF, care_of: str | None = None,
+                 flags: int = 0, wait_reply: float = 3.0) -> RegistrationReply | None:
+        """MH `i` sends a registration out of its radio in `bs`'s cell; returns the reply (None: none came)."""
+        port = self.hosts[CELL_IFACE[bs]]
+        req = RegistrationRequest(mh_ip(i), care_of or mh_ip(i), SWITCH_IP["gw"], lifetime, ident, flags)
+        src = care_of or mh_ip(i)
+        frame = ethernet("ff:ff:ff:ff:ff:ff", mh_mac(i),
+                         udp_packet(src, "255.255.255.255", UDP_PORT_MIP_REGISTRATION, UDP_PORT_MIP_REGISTRATION,
+                                    req.encode()))
+        port.send(frame)
+        if wait_reply <= 0:
+            return None
+
+        def is_reply(frames: list[bytes]) -> bool:
+            u = parse_udp_frame(frames[-1])
+            return u is not None and u.sport == UDP_PORT_MIP_REGISTRATION and u.dst == src
+        got = [parse_udp_frame(f) for f in port.receive(wait_reply, is_reply)]
+        replies = [u for u in got if u is not None and u.sport == UDP_PORT_MIP_REGISTRATION and u.dst == src]
+        return RegistrationReply.decode(replies[-1].payload) if replies else None
+
+    def data_frame(self, i: int, seq: int, dscp: int = 0, dst: str | None = None) -> bytes:
+        """A UDP datagram from the correspondent to MH `i` carrying `seq` (first 4 payload bytes)."""
+        pkt = udp_packet(CH_IP, dst or mh_ip(i), 5001, 5001, seq.to_bytes(4, "big") + bytes(60), dscp)
+        return ethernet(SWITCH_MAC["gw"], CH_MAC, pkt)
+
+    def close(self) -> None:
+        for h in self.hosts.values():
+            h.close()
+        self.hosts.clear()
+        if self.controller is not None:
+            self.stop_controller()
+        for sw in self.switches.values():
+            sw.stop()
+        self.lab.close()
+
+
+def received_seqs(frames: list[bytes], dst: str) -> list[tuple[int, int]]:
+    """(seq, dscp) of the correspondent's datagrams to `dst`, in arrival order."""
+    out = []
+    for f in frames:
+        u = parse_udp_frame(f)
+        if u is not None and u.dst == dst and u.dport == 5001 and len(u.payload) >= 4:
+            out.append((int.from_bytes(u.payload[:4], "big"), u.dscp))
+    return out
