@@ -20,6 +20,7 @@ Three simple_switch_grpc (gateway + 2 BSs, topo/testbed.py) and the real
   p4rt_parse100_ms  parsing that request's bytes, median of 50
   protobuf_backend  the protobuf implementation those two ran on
 (the last three need only build/bs.p4info.txtpb, not BMv2)
+`--smoke`: 3 handoffs, 20 registered MHs (the test suite's check that it runs).
 """
 from __future__ import annotations
 
@@ -155,7 +156,10 @@ def main() -> int:
     ap.add_argument("--handoffs", type=int, default=100)
     ap.add_argument("--mobiles", type=int, default=1000)
     ap.add_argument("--movers", type=int, default=200)
+    ap.add_argument("--smoke", action="store_true", help="3 handoffs, 20 MHs, 10 movers (tests)")
     args = ap.parse_args()
+    if args.smoke:
+        args.handoffs, args.mobiles, args.movers = 3, 20, 10
     p4info_path = REPO / "build" / "bs.p4info.txtpb"
     if p4info_path.exists():
         from google.protobuf.internal import api_implementation

@@ -19,26 +19,21 @@ are divided by the packets forwarded. Output, one `name: value` per line:
 The packets are sent at ~125/s, so every arrival finds its queue empty after an
 idle period: the AQM takes its idle-decay path (aqm_idle hit, shift-and-add)
 on every packet, which a busy port does not. Needs root, valgrind, BMv2, p4c
-and `make build`.
+and `make build`. `--smoke`: 20 packets (the test suite's check that it runs).
 """
 from __future__ import annotations
 
 import argparse
 import re
-import shutil
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-
-import pipeline_pps as pps  # noqa: E402
-from p4handoff import netns  # noqa: E402
-from p4handoff.bmv2 import Bmv2Error, Bmv2Switch, compile_p4, veth_port  # noqa: E402
-from p4handoff.wire import load_constants  # noqa: E402
+import bmv2_bench as harness
+from p4handoff.bmv2 import Bmv2Switch
+from p4handoff.wire import load_constants
 
 FUNCTIONS = {"ingress": "SimpleSwitch::ingress_thread()", "pipeline": "bm::Pipeline::apply(",
              "egress": "SimpleSwitch::egress_thread("}
@@ -86,18 +81,18 @@ def measure(program: str, minimal: tuple[Path, Path], packets: int, out_dir: Pat
     switch = CallgrindSwitch(out_file, cpu_port=load_constants()["CPU_PORT"], priority_queues=2,
                              log_path=out_dir / f"callgrind-{program}.log")
     with switch:
-        pps.program_switch(switch.grpc_addr, program, minimal)
-        frame = pps.bench_frame()
+        harness.program_switch(switch.grpc_addr, program, minimal)
+        frame = harness.bench_frame()
         with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as sock:
             sock.bind(("h1", 0))
             switch.control("-i", "on")
-            start = pps.rx_packets("h2")
+            start = harness.rx_packets("h2")
             for _ in range(packets):
                 sock.send(frame)
                 time.sleep(GAP_S)
             time.sleep(3.0)  # the last packets through valgrind
             switch.control("-i", "off")
-            forwarded = pps.rx_packets("h2") - start
+            forwarded = harness.rx_packets("h2") - start
             switch.control("-d")
         time.sleep(1.0)
     dumps = sorted(out_dir.glob(f"callgrind-{program}.out.*"))
@@ -109,7 +104,7 @@ def measure(program: str, minimal: tuple[Path, Path], packets: int, out_dir: Pat
 def inside(args: argparse.Namespace) -> int:
     minimal = (Path(args.minimal_p4info), Path(args.minimal_json))
     totals = {}
-    for program in pps.PROGRAMS:
+    for program in harness.PROGRAMS:
         counts = measure(program, minimal, args.packets, Path(args.out_dir))
         for name in (*FUNCTIONS, "total"):
             print(f"{program}_{name}_instr: {counts.get(name, 0):.0f}", flush=True)
@@ -121,37 +116,20 @@ def inside(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--packets", type=int, default=1000)
+    parser.add_argument("--smoke", action="store_true", help="20 packets (tests)")
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--minimal-p4info", help=argparse.SUPPRESS)
     parser.add_argument("--minimal-json", help=argparse.SUPPRESS)
-    parser.add_argument("--out-dir", default=str(pps.BENCH_BUILD), help=argparse.SUPPRESS)
+    parser.add_argument("--out-dir", default=str(harness.BENCH_BUILD), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.packets = 20
     if args.inside:
         return inside(args)
-
-    problems = pps.prerequisite_problems()
-    for tool in ("valgrind", "callgrind_control", "callgrind_annotate"):
-        if shutil.which(tool) is None:
-            problems.append(f"{tool} not on PATH (apt-get install valgrind)")
-    if problems:
-        print("pipeline_instructions: cannot run: " + "; ".join(problems), file=sys.stderr)
-        return 2
-    try:
-        minimal_p4info, minimal_json = compile_p4(pps.MINIMAL_P4, pps.BENCH_BUILD)
-    except Bmv2Error as exc:
-        print(f"pipeline_instructions: {exc}", file=sys.stderr)
-        return 2
-    with netns.Sandbox("cg") as lab:
-        ns = lab.namespace("sw")
-        for n in (1, 2):
-            veth_port(f"sw{n}", ns, f"h{n}", switch_netns=ns)
-        budget = len(pps.PROGRAMS) * (args.packets * GAP_S + 300)
-        done = subprocess.run(["ip", "netns", "exec", ns.name, sys.executable, str(Path(__file__).resolve()),
-                               "--inside", "--packets", str(args.packets), "--minimal-p4info", str(minimal_p4info),
-                               "--minimal-json", str(minimal_json), "--out-dir", str(pps.BENCH_BUILD)],
-                              timeout=budget, text=True, stdout=sys.stdout, stderr=sys.stderr)
-    print(f"bmv2_build: {pps.bmv2_build()}")
-    return done.returncode
+    budget = len(harness.PROGRAMS) * (args.packets * GAP_S + 300)
+    return harness.run_inside(Path(__file__), "cg", ["--packets", str(args.packets),
+                                                     "--out-dir", str(harness.BENCH_BUILD)], budget,
+                              tools=("valgrind", "callgrind_control", "callgrind_annotate"))
 
 
 if __name__ == "__main__":

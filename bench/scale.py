@@ -8,7 +8,8 @@ average before and after: the machine may be shared, and other work takes
 cores from the parallel run first (with the kernel's autogroup scheduling
 a session's processes share one slice however many there are), so it also
 prints how many cores each run kept busy on average.
-Usage: python bench/scale.py [--scenario traces/X.yaml] [--jobs N] [--set PATH=VALUE ...] [--no-plots]
+Usage: python bench/scale.py [--scenario traces/X.yaml] [--jobs N] [--set PATH=VALUE ...] [--no-plots] [--smoke]
+(--smoke: ucc-loss.yaml's 7 points, NewReno only, 1 s each, no plots: the test suite's check that it runs)
 """
 from __future__ import annotations
 
@@ -26,14 +27,15 @@ ROOT = Path(__file__).resolve().parent.parent
 from p4handoff.lab.execute import cpu_count  # noqa: E402
 
 DEFAULT_SCENARIO = ROOT / "traces" / "vh-wlan-to-3g-buffers.yaml"   # 3 schemes × 10 points, 60 s each
+SMOKE_SCENARIO = ROOT / "traces" / "ucc-loss.yaml"
+SMOKE_SETTINGS = ["--schemes", "newreno", "--set", "duration=1", "--set", "measure.windows.run.to=1", "--no-plots"]
 
 
 def sweep(scenario: Path, jobs: int, results: Path, extra: list[str]) -> tuple[float, float]:
     """Wall seconds of one `p4handoff run` of the sweep, and the CPU seconds its runs took (raises if it fails)."""
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "p4handoff", "run", str(scenario), "--backend", "sim", "--quiet",
-                    "--jobs", str(jobs), "--results", str(results), *extra], check=True, cwd=ROOT,
-                   stdout=subprocess.DEVNULL)
+                    "--jobs", str(jobs), "--results", str(results), *extra], check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - start
     return wall, sum(json.loads(p.read_text())["cpu_seconds"] for p in results.glob("*/*/runs/*/*/r*/run.json"))
 
@@ -44,10 +46,15 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=cpu_count(), help="the parallel run's workers (default: cores)")
     parser.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", help="passed to p4handoff run")
     parser.add_argument("--no-plots", action="store_true", help="time the runs and report only")
+    parser.add_argument("--smoke", action="store_true", help="a 7-run sweep of 1 s runs (tests)")
     args = parser.parse_args()
+    if args.smoke:
+        args.jobs = max(args.jobs, 2)
     if args.jobs < 2:
         parser.error(f"--jobs must be at least 2 to compare with one job (this machine offers {cpu_count()} cores)")
     extra = [a for s in args.set for a in ("--set", s)] + (["--no-plots"] if args.no_plots else [])
+    if args.smoke:
+        args.scenario, extra = SMOKE_SCENARIO, SMOKE_SETTINGS
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
         serial, parallel = Path(tmp) / "serial", Path(tmp) / "parallel"

@@ -1,0 +1,94 @@
+"""Every benchmark runs (issue 24): each bench/ script's smoke mode, as `make bench-*` would start it.
+
+A benchmark that nothing runs breaks without anyone noticing (`make bench-lab`
+once imported `tests.sim_papers`, which a clean install does not have). So
+each script runs here in its smoke mode (tiny sizes, seconds), from a
+directory outside the checkout, and must print its figures; the ones that
+need root, BMv2 or other tools skip by name and reason where those are
+missing. Benchmarks import only the product and bench/'s own helpers.
+"""
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from p4handoff.bmv2 import bmv2_available
+from p4handoff.netns import unavailable_reason
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH = REPO / "bench"
+HELPERS = {"bmv2_bench.py"}          # modules the scripts import, not benchmarks
+
+
+def needs_bmv2() -> str | None:
+    ok, why = bmv2_available()
+    if not ok:
+        return why
+    if not (REPO / "build" / "bs.json").exists():
+        return "build/bs.json missing (make build)"
+    return unavailable_reason()
+
+
+def needs_valgrind() -> str | None:
+    missing = [t for t in ("valgrind", "callgrind_control", "callgrind_annotate") if shutil.which(t) is None]
+    return f"{', '.join(missing)} not installed" if missing else needs_bmv2()
+
+
+# script -> (its figures, what it needs beyond Python: a function giving the reason it cannot run, or None)
+SMOKE = {
+    "sim_speed.py": (("simulator_build", "sim_speedup", "ipf_k4_wall_s"), None),
+    "lab.py": (("sim_speedup", "ipf_k4_wall_s"), None),
+    "scale.py": (("sweep_speedup", "results_mb_per_run"), None),
+    "spool.py": ((), None),
+    "hosts_goodput.py": (("host_goodput_mbps", "host_vs_kernel_ratio"), unavailable_reason),
+    "controller.py": (("handoff_p99_ms", "punt_to_release_pps", "handoffs_per_s"), needs_bmv2),
+    "pipeline_pps.py": (("pipeline_pps", "minimal_pps", "pipeline_pps_ratio"), needs_bmv2),
+    "pipeline_instructions.py": (("total_instr_ratio",), needs_valgrind),
+}
+
+
+def test_every_benchmark_has_a_smoke_run() -> None:
+    scripts = {p.name for p in BENCH.glob("*.py")} - HELPERS
+    assert scripts == set(SMOKE)
+
+
+def test_every_make_bench_target_runs_a_listed_benchmark() -> None:
+    targets = dict(re.findall(r"^(bench-[\w-]+):.*?\n\t\$\(PY\) (bench/\S+\.py)", (REPO / "Makefile").read_text(),
+                              re.M | re.S))
+    assert set(targets) == {"bench-pipeline", "bench-pipeline-instructions", "bench-hosts", "bench-controller",
+                            "bench-scale", "bench-lab"}
+    assert {Path(s).name for s in targets.values()} <= set(SMOKE)
+
+
+def test_benchmarks_import_only_the_product_and_their_helpers() -> None:
+    allowed_local = {Path(h).stem for h in HELPERS}
+    for script in BENCH.glob("*.py"):
+        for node in ast.walk(ast.parse(script.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for name in names:
+                top = name.split(".")[0]
+                assert top != "tests", f"{script.name} imports {name}"
+                assert top in allowed_local or top == "p4handoff" or top in sys.stdlib_module_names \
+                    or top in {"scapy", "google"}, f"{script.name} imports {name}"
+
+
+@pytest.mark.parametrize("script", sorted(SMOKE))
+def test_smoke(script: str, tmp_path: Path) -> None:
+    figures, needs = SMOKE[script]
+    reason = needs() if needs is not None else None
+    if reason:
+        pytest.skip(f"{script}: {reason}")
+    done = subprocess.run([sys.executable, str(BENCH / script), "--smoke"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = dict(re.findall(r"^(\w+): (.+)$", done.stdout, re.M))
+    assert [f for f in figures if f not in printed] == [], done.stdout
+    if script == "spool.py":
+        assert len(re.findall(r"us per packet", done.stdout)) == 3, done.stdout
