@@ -74,7 +74,7 @@ class Link:
     def counters(self) -> dict[str, object]:
         """`bytes_sent` counts what has been serialised by now: a packet still being
         transmitted counts with the part already on the wire (utilisation ≤ 100 %)."""
-        on_wire: float = self.bytes_sent
+        on_wire: float | int = self.bytes_sent   # an int while nothing is on the wire (counters.json)
         if self.rate_bps is not None and self.busy_until > self.sim.now:
             on_wire -= (self.busy_until - self.sim.now) * self.rate_bps / 8
         return {"link": self.name, "offered": self.offered, "sent": self.sent,

@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Iterable, Sequence
 
 from p4handoff.hosts.segment import ACK, RST
+from p4handoff.hosts.tcp.trace import TRACE_FIELDS
 
 if TYPE_CHECKING:
     from p4handoff.hosts.segment import Segment
     from p4handoff.hosts.sim.engine import Simulator
     from p4handoff.hosts.sim.link import Link
     from p4handoff.hosts.sim.packet import Packet
+    from p4handoff.hosts.tcp.trace import TraceRecord
 
 _SEQ_MOD = 1 << 32
 
@@ -180,16 +182,36 @@ class TraceWriter:
         if self.fmt not in ("csv", "jsonl"):
             raise ValueError(f"trace format must be 'csv' or 'jsonl', got {self.fmt!r}")
         self._fh: IO[str] = self.path.open("w", newline="")
-        self._csv: csv.DictWriter | None = None
+        self._csv: Any = None                       # csv.writer, made with the header at the first row
+        self._columns: tuple[str, ...] = ()
 
     def write(self, row: dict[str, Any]) -> None:
         if self.fmt == "jsonl":
             self._fh.write(json.dumps(row, separators=(",", ":")) + "\n")
             return
         if self._csv is None:
-            self._csv = csv.DictWriter(self._fh, fieldnames=list(row), lineterminator="\n")
-            self._csv.writeheader()
-        self._csv.writerow(row)
+            self._start_csv(tuple(row))
+        elif tuple(row) != self._columns:
+            if row.keys() != set(self._columns):
+                raise ValueError(f"trace row has keys {sorted(row)}, the file's columns are {list(self._columns)}")
+            row = {c: row[c] for c in self._columns}
+        self._csv.writerow(row.values())
+
+    def write_record(self, rec: "TraceRecord") -> None:
+        """A TCP sender's trace record (the per-ACK path: no dict for CSV)."""
+        if self.fmt == "jsonl":
+            self.write(rec.as_dict())
+            return
+        if self._csv is None:
+            self._start_csv(TRACE_FIELDS)
+        elif self._columns is not TRACE_FIELDS:
+            raise ValueError(f"a trace record in a file whose columns are {list(self._columns)}")
+        self._csv.writerow(rec.row())
+
+    def _start_csv(self, columns: tuple[str, ...]) -> None:
+        self._csv = csv.writer(self._fh, lineterminator="\n")
+        self._csv.writerow(columns)
+        self._columns = columns
 
     def close(self) -> None:
         self._fh.close()
@@ -199,4 +221,3 @@ class TraceWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-

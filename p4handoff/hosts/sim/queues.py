@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from typing import Callable
+from typing import Callable, ClassVar
 
 from p4handoff.hosts.sim.packet import DUMMY, PRIORITY, Packet
 
@@ -34,7 +34,7 @@ from p4handoff.hosts.sim.packet import DUMMY, PRIORITY, Packet
 class Queue:
     """Drop-tail FIFO of `limit` data packets with a lower-priority dummy class."""
 
-    kind = "droptail"
+    kind: ClassVar[str] = "droptail"
     avg = 0.0  # the AQM's average queue (RED sets its own)
 
     def __init__(self, limit: int, dummy_threshold: int | None = None) -> None:
@@ -118,8 +118,8 @@ class Queue:
 class RED(Queue):
     """Random Early Detection (Floyd & Jacobson 1993); see the module docstring."""
 
-    kind = "red"
-    priority_aware = False
+    kind: ClassVar[str] = "red"
+    priority_aware: ClassVar[bool] = False
 
     def __init__(self, limit: int, min_th: float, max_th: float, max_p: float, w_q: float,
                  mean_pkt_size: int = 1000, dummy_threshold: int | None = None) -> None:
@@ -202,5 +202,5 @@ class RED(Queue):
 class MRED(RED):
     """M-RED (IPF): the average and early drops concern non-priority packets only."""
 
-    kind = "mred"
-    priority_aware = True
+    kind: ClassVar[str] = "mred"
+    priority_aware: ClassVar[bool] = True

@@ -13,7 +13,6 @@ from p4handoff.hosts.sim.measure import FlowStats, TraceWriter
 from p4handoff.hosts.sim.network import Flow, Network
 from p4handoff.hosts.sim.nodes import Host
 from p4handoff.hosts.tcp import TcpConfig, TcpConnection
-from p4handoff.hosts.tcp.trace import TraceRecord
 
 _BLOCK = bytes(1 << 16)
 
@@ -71,10 +70,7 @@ def tcp_flow(net: Network, name: str, sender: Host, receiver: Host, scheme: str 
     if sport is None:
         sport = 40000 + len(net.flows)
 
-    def sink(rec: TraceRecord) -> None:
-        trace.write(rec.as_dict())  # type: ignore[union-attr]
-
-    snd = TcpConnection(config, sender.addr, sport, cc=scheme, trace=sink if trace else None,
+    snd = TcpConnection(config, sender.addr, sport, cc=scheme, trace=trace.write_record if trace else None,
                         name=f"{name}")
     received = ByteCounter()
     rcv = TcpConnection(receiver_config or config, receiver.addr, dport, cc=scheme, on_data=received,

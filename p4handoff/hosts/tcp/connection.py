@@ -24,6 +24,7 @@ from p4handoff.hosts.cc import CongestionControl, make_scheme
 from p4handoff.hosts.cc.base import AckInfo
 from p4handoff.hosts.segment import ACK, FIN, PSH, RST, SYN, Segment
 from p4handoff.hosts.tcp.config import TcpConfig
+from p4handoff.hosts.tcp.errors import TcpError
 from p4handoff.hosts.tcp.reassembly import Reassembly
 from p4handoff.hosts.tcp.rto import RtoEstimator
 from p4handoff.hosts.tcp.trace import TraceRecord, TraceSink
@@ -56,10 +57,6 @@ _SYNCHRONIZED = frozenset({State.ESTABLISHED, State.FIN_WAIT_1, State.FIN_WAIT_2
 _CAN_SEND = frozenset({State.ESTABLISHED, State.CLOSE_WAIT, State.FIN_WAIT_1, State.LAST_ACK, State.CLOSING})
 _CAN_RECEIVE = frozenset({State.ESTABLISHED, State.FIN_WAIT_1, State.FIN_WAIT_2})
 _APP_CAN_SEND = frozenset({State.SYN_SENT, State.SYN_RECEIVED, State.ESTABLISHED, State.CLOSE_WAIT})
-
-
-class TcpError(RuntimeError):
-    """An application call that the connection's state does not allow."""
 
 
 def unwrap(value: int, ref: int) -> int:
@@ -174,7 +171,7 @@ class TcpConnection:
         self._delack_deadline: float | None = None
         self._delack_count = 0
         self._time_wait_deadline: float | None = None
-        self._challenge_window = -1.0
+        self._challenge_window = -1
         self._challenge_count = 0
         self.challenge_acks = 0
 
@@ -628,13 +625,14 @@ class TcpConnection:
             self.cc.on_dupack(info)
             if self._in_recovery:
                 self.cwnd += self.mss  # RFC 6582 step 4: inflate
-                self.trace("dupack", now, f"n={self.dupacks}")
+                if self._trace_sink is not None:
+                    self.trace("dupack", now, f"n={self.dupacks}")
             elif self.dupacks == 3:
                 if ack >= self._recover:
                     self._enter_fast_retransmit(now)
                 else:
                     self.trace("dupack", now, "n=3 below recover: no fast retransmit (RFC 6582)")
-            else:
+            elif self._trace_sink is not None:
                 self.trace("dupack", now, f"n={self.dupacks}")
         if self.snd_wnd != old_wnd:
             if self.snd_wnd > 0 and not self._frozen:
@@ -674,7 +672,8 @@ class TcpConnection:
             self._rto_deadline = None
         elif restart_timer and not self._frozen:
             self._rto_deadline = now + self._rto.rto
-        self.trace("ack", now, f"acked={acked}")
+        if self._trace_sink is not None:   # per ACK: no detail string without a sink
+            self.trace("ack", now, f"acked={acked}")
 
     def _rtt_on_ack(self, seg: Segment, ack: int, now: float) -> float | None:
         """Take an RTT sample if this ACK allows one (timestamp echo, or the Karn-timed segment)."""

@@ -5,7 +5,8 @@ lines is the driver's job (`as_dict` gives a flat row).
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import Callable
 
 
@@ -31,7 +32,15 @@ class TraceRecord:
     detail: str = ""
 
     def as_dict(self) -> dict[str, object]:
-        return asdict(self)
+        return dict(zip(TRACE_FIELDS, _row(self)))
+
+    def row(self) -> tuple[object, ...]:
+        """The values in TRACE_FIELDS order (a CSV row without building a dict)."""
+        return _row(self)
+
+
+TRACE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(TraceRecord))
+_row = attrgetter(*TRACE_FIELDS)
 
 
 TraceSink = Callable[[TraceRecord], None]
