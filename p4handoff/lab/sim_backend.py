@@ -17,7 +17,6 @@ from typing import Callable
 
 from p4handoff.hosts.sim import MRED, RED, Network, Queue, QueueSampler, TraceWriter
 from p4handoff.hosts.sim.nodes import BaseStation, Cell, Host, MobileHost, Node
-from p4handoff.hosts.segment import Segment
 from p4handoff.hosts.sim.tcpflow import BulkSource, TcpFlow, tcp_flow
 from p4handoff.hosts.tcp import TcpConfig
 from p4handoff.lab.rundata import FlowData, RunData
@@ -112,22 +111,13 @@ def _stop_sending(tf: TcpFlow) -> None:
     host.service(tf.flow.sender_slot)
 
 
-def _data_send_recorder(fd: FlowData) -> Callable[[Segment, float], None]:
-    """A sender tap noting when each data segment (payload, not a DSBP dummy) leaves."""
-    def record(seg: Segment, now: float) -> None:
-        if seg.payload and not seg.dummy:
-            fd.send_times.append(now)
-    return record
-
-
 def run(scn: Scenario, seed: int, out_dir: Path | None,
         progress: Callable[[float], None] | None = None) -> RunData:
     """Run `scn` with `seed`; sender traces and nothing else are written to `out_dir` (if given)."""
     net, flows, writers = build(scn, seed, out_dir)
     data = RunData(flows={}, link_rates={}, backend="sim")
-    for name, tf in flows.items():
-        fd = data.flows[name] = FlowData(name, trace=(out_dir / f"trace-{name}.csv") if out_dir else None)
-        tf.flow.sender_slot.on_send.append(_data_send_recorder(fd))
+    for name in flows:
+        data.flows[name] = FlowData(name, trace=(out_dir / f"trace-{name}.csv") if out_dir else None)
     names = [c.name for c in scn.topology.cells]
     for link in scn.topology.links:
         names += [f"{link.a}->{link.b}", f"{link.b}->{link.a}"]
@@ -152,6 +142,7 @@ def run(scn: Scenario, seed: int, out_dir: Path | None,
     for name, tf in flows.items():
         st, fd = tf.stats, data.flows[name]
         fd.ack_times, fd.ack_bytes = list(st.ack_times), list(st.ack_bytes)
+        fd.send_times = list(st.data_send_times)
         fd.drop_times, fd.drops = list(st.data_drop_times), dict(st.data_drops)
         fd.dummies_sent, fd.dummy_acks = st.dummies_sent, st.dummy_acks_received
     if sampler is not None:

@@ -13,7 +13,7 @@ Windows are in bytes (RFC 5681); `ctl.mss` converts from segments.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import ClassVar, Protocol, TYPE_CHECKING
 
 if TYPE_CHECKING:
     from p4handoff.hosts.segment import Segment
@@ -91,13 +91,13 @@ class CongestionControl:
     segments with dummy ACKs) instead of treating them as ordinary segments.
     """
 
-    name = "newreno"
-    answers_dummies = False
+    name: ClassVar[str] = "newreno"
+    answers_dummies: ClassVar[bool] = False
     #: RFC 6582: a partial ACK keeps fast recovery going and retransmits the next
     #: hole. False (Reno, RFC 5681 3.2) ends recovery at the first ACK of new data.
-    partial_acks = True
+    partial_acks: ClassVar[bool] = True
     #: The scheme draws random numbers (from the run's seed): repeats with other seeds differ.
-    randomised = False
+    randomised: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self._ctl: SenderControl | None = None

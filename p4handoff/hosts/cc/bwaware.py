@@ -12,7 +12,7 @@ measurement assumes one ACK per segment (delayed ACKs off at the receiver).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import ClassVar, TYPE_CHECKING
 
 from p4handoff.hosts.cc.base import AckInfo
 from p4handoff.hosts.cc.immediate import ImmediateExpiration
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 class BandwidthAware(ImmediateExpiration):
-    name = "bwaware"
+    name: ClassVar[str] = "bwaware"
 
     def __init__(self) -> None:
         super().__init__()

@@ -36,6 +36,8 @@ offset, plus `seed`).
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 import math
 import random
 from enum import Enum
@@ -55,8 +57,8 @@ class State(Enum):
 
 
 class Cdg(CongestionControl):
-    name = "cdg"
-    randomised = True   # probabilistic back-off (scheme_rng)
+    name: ClassVar[str] = "cdg"
+    randomised: ClassVar[bool] = True   # probabilistic back-off (scheme_rng)
 
     def __init__(self, window: int = 8, backoff_beta: float = 0.7071, backoff_factor: float = 42,
                  hystart_detect: int = 3, use_ineff: int = 5, use_shadow: bool = True,

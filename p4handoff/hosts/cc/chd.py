@@ -36,6 +36,8 @@ notifications are ignored. Randomness: `rounds.scheme_rng` (run seed and
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 import random
 
 from p4handoff.hosts.cc.base import AckInfo, CongestionControl
@@ -45,8 +47,8 @@ ABC_L = 2  # net.inet.tcp.abc_l_var
 
 
 class Chd(CongestionControl):
-    name = "chd"
-    randomised = True   # probabilistic back-off (scheme_rng)
+    name: ClassVar[str] = "chd"
+    randomised: ClassVar[bool] = True   # probabilistic back-off (scheme_rng)
 
     def __init__(self, qthresh: float = 0.020, qmin: float = 0.005, pmax: float = 0.5, loss_fair: bool = True,
                  use_max: bool = True, seed: int = 0) -> None:

@@ -32,7 +32,7 @@ without probing changes nothing either.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import ClassVar, TYPE_CHECKING
 
 from p4handoff.hosts.cc.base import CongestionControl
 from p4handoff.notify import Event
@@ -47,8 +47,8 @@ DEFAULT_RTT = 0.1  # pacing before any RTT sample exists
 
 
 class Dsbp(CongestionControl):
-    name = "dsbp"
-    answers_dummies = True
+    name: ClassVar[str] = "dsbp"
+    answers_dummies: ClassVar[bool] = True
 
     def __init__(self) -> None:
         super().__init__()

@@ -15,7 +15,7 @@ ACKs: they cannot trigger a fast retransmit.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import ClassVar, TYPE_CHECKING
 
 from p4handoff.hosts.cc.base import CongestionControl
 from p4handoff.notify import Event
@@ -27,7 +27,7 @@ TR_ACKS = 3
 
 
 class FreezeTcp(CongestionControl):
-    name = "freeze"
+    name: ClassVar[str] = "freeze"
 
     def on_notify(self, note: "Notification", now: float) -> None:
         ctl = self.ctl

@@ -7,7 +7,7 @@ ssthresh as on a timeout, backoff reset. Afterwards plain NewReno.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import ClassVar, TYPE_CHECKING
 
 from p4handoff.hosts.cc.base import CongestionControl
 from p4handoff.notify import Event
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 class ImmediateExpiration(CongestionControl):
-    name = "immediate"
+    name: ClassVar[str] = "immediate"
 
     def on_notify(self, note: "Notification", now: float) -> None:
         if note.event is Event.HANDOFF:

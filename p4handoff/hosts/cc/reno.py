@@ -12,12 +12,14 @@ burst of RED drops synchronise Reno flows (docs/papers.md#ipf-mred).
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from p4handoff.hosts.cc.base import CongestionControl
 
 
 class Reno(CongestionControl):
-    name = "reno"
-    partial_acks = False
+    name: ClassVar[str] = "reno"
+    partial_acks: ClassVar[bool] = False
 
     def on_recovery_exit(self, now: float) -> None:
         """RFC 5681 step 6: cwnd = ssthresh (deflate the window)."""

@@ -22,7 +22,7 @@ is as before the loss; the retransmission still happens). Timeout: cwnd =
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import ClassVar, TYPE_CHECKING
 
 from p4handoff.hosts.cc.base import AckInfo, CongestionControl
 from p4handoff.notify import Event
@@ -34,7 +34,7 @@ MASK32 = 0xFFFFFFFF
 
 
 class Ucc(CongestionControl):
-    name = "ucc"
+    name: ClassVar[str] = "ucc"
 
     def __init__(self, alpha: float = 0.99, tolerance: float = 1e-4, min_window: float = 10.0) -> None:
         super().__init__()

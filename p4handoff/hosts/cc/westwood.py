@@ -11,13 +11,15 @@ Before the first estimate, NewReno's halving is used.
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from p4handoff.hosts.cc.base import AckInfo, CongestionControl
 
 MIN_WINDOW = 0.05  # s, Linux TCP_WESTWOOD_RTT_MIN
 
 
 class Westwood(CongestionControl):
-    name = "westwood"
+    name: ClassVar[str] = "westwood"
 
     def __init__(self) -> None:
         super().__init__()

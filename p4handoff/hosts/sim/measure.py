@@ -39,6 +39,7 @@ class FlowStats:
         self._base: int | None = None
         self.data_segments_sent = 0
         self.data_bytes_sent = 0
+        self.data_send_times: list[float] = []      # each data segment (retransmissions too), as it leaves
         self.dummies_sent = 0
         self.dummy_acks_received = 0
         self.data_drops: dict[str, int] = {}
@@ -52,6 +53,7 @@ class FlowStats:
         elif seg.payload:
             self.data_segments_sent += 1
             self.data_bytes_sent += len(seg.payload)
+            self.data_send_times.append(now)
 
     def on_sender_receive(self, seg: "Segment", now: float) -> None:
         if seg.dummy:

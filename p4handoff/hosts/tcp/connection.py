@@ -332,7 +332,7 @@ class TcpConnection:
             return
         first = self.iss + 1
         self._trace_sink(TraceRecord(
-            now, self.name, event, self.state.value, self.cwnd,
+            now, self.name, event, self.state._value_, self.cwnd,      # _value_: .value is a slow descriptor
             self.ssthresh if self.ssthresh != _NO_SSTHRESH else -1,
             self.snd_nxt - self.snd_una, self._rto.srtt, self._rto.rto,
             max(0, self.snd_una - first), self.mss, detail))
