@@ -7,7 +7,7 @@ BUILD := build
 P4_MAIN := p4src/v1model/bs.p4
 P4_SOURCES := $(wildcard p4src/v1model/*.p4 p4src/include/*.p4)
 
-.PHONY: setup protos wheel lint venv-ready build build-tofino tofino-resources test unit ptf clean fuzz chaos chaos-testbed bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-scale
+.PHONY: setup protos compile clean-compiled wheel wheel-compiled lint venv-ready build build-tofino tofino-resources test unit ptf clean fuzz chaos chaos-testbed bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-scale
 
 setup: ## install everything installable from apt and PyPI; report what is missing
 	bash scripts/setup.sh
@@ -23,6 +23,22 @@ wheel: venv-ready ## dist/p4handoff-*.whl from the tracked files, P4Runtime modu
 	@rm -rf $(WHEEL_SRC) && mkdir -p $(WHEEL_SRC) dist
 	tree=$$(git stash create) && git archive "$${tree:-HEAD}" | tar -x -C $(WHEEL_SRC)
 	$(PY) -m pip wheel --no-deps -w dist $(WHEEL_SRC)
+
+# The simulator's hot modules compiled with mypyc (issue 24, p4handoff/speedups.py): in place, next to their
+# sources, which stay the fallback (a changed source makes the whole set run from source until recompiled).
+compile: venv-ready ## compile the simulator's hot path with mypyc, in place (make setup does it; `make clean-compiled` undoes it)
+	P4HANDOFF_MYPYC=1 $(PY) setup.py -q build_ext --inplace
+
+clean-compiled: ## remove the compiled modules: the simulator runs as pure Python
+	find p4handoff -name '*.so' -delete
+	rm -f p4handoff/_compiled.json
+
+# A platform wheel (cp3X-...-linux_x86_64) with the compiled modules and their sources; built without build
+# isolation because mypyc comes from the dev extra's mypy (not a build requirement of the pure wheel).
+wheel-compiled: venv-ready ## dist/p4handoff-*-cp3*.whl: the wheel with the simulator compiled for this platform
+	@rm -rf $(WHEEL_SRC) && mkdir -p $(WHEEL_SRC) dist
+	tree=$$(git stash create) && git archive "$${tree:-HEAD}" | tar -x -C $(WHEEL_SRC)
+	P4HANDOFF_MYPYC=1 $(PY) -m pip wheel --no-deps --no-build-isolation -w dist $(WHEEL_SRC)
 
 build: $(BUILD)/bs.json ## compile the P4 program for BMv2 (v1model)
 
@@ -135,5 +151,5 @@ chaos: build ## kill -9 a BS's BMv2, the gateway's and the controller before/dur
 chaos-testbed: build ## the same faults on the controller's BMv2 testbed, three UDP flows (needs root; ~2.5 min)
 	$(PY) -m p4handoff.reliability.chaos --where testbed --workdir $(BUILD)/chaos-testbed --json $(BUILD)/chaos-testbed.json
 
-clean:
+clean: clean-compiled
 	rm -rf $(BUILD)

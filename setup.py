@@ -10,26 +10,36 @@ installs use the source tree as is and keep `make protos`.
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from setuptools import setup
+from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
-PROTOGEN = Path(__file__).resolve().parent / "controller" / "p4runtime" / "protogen.py"
+HERE = Path(__file__).resolve().parent
+PROTOGEN = HERE / "controller" / "p4runtime" / "protogen.py"
+SPEEDUPS = HERE / "p4handoff" / "speedups.py"
 GENERATED = ("p4handoff", "controller", "p4runtime", "generated")
 
 
-def load_protogen() -> ModuleType:
-    """This tree's generator, loaded from its file: the build does not put the source tree on sys.path (an
-    import could find another installed p4handoff, or none); the file needs only protobuf, grpcio-tools and
-    the p4runtime distribution, all build requirements."""
-    spec = importlib.util.spec_from_file_location("p4handoff_protogen", PROTOGEN)
+def load_file(name: str, path: Path) -> ModuleType:
+    """A module of this tree, loaded from its file: the build does not put the source tree on sys.path (an
+    import could find another installed p4handoff, or none)."""
+    spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise RuntimeError(f"cannot load the P4Runtime generator {PROTOGEN}")
+        raise RuntimeError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def load_protogen() -> ModuleType:
+    """The P4Runtime generator; it needs only protobuf, grpcio-tools and the p4runtime distribution, all build
+    requirements."""
+    return load_file("p4handoff_protogen", PROTOGEN)
 
 
 class BuildPyWithProtos(build_py):
@@ -44,4 +54,29 @@ class BuildPyWithProtos(build_py):
         self.announce(f"protogen: {len(written)} P4Runtime files in {out}", level=2)
 
 
-setup(cmdclass={"build_py": BuildPyWithProtos})
+class BuildExtRecorded(build_ext):
+    """`build_ext`, then `_compiled.json`: the digests of the sources compiled (p4handoff/speedups.py's guard)."""
+
+    def run(self) -> None:
+        super().run()
+        root = HERE if self.inplace else Path(self.build_lib)
+        out = load_file("p4handoff_speedups", SPEEDUPS).record_build(root)
+        self.announce(f"mypyc: recorded the compiled sources in {out}", level=2)
+
+
+def mypyc_extensions() -> list[Any]:
+    """The hot modules as C extensions (needs mypy, which ships mypyc, and a C compiler)."""
+    from mypyc.build import mypycify
+    speedups = load_file("p4handoff_speedups", SPEEDUPS)
+    paths = [str(speedups.source_path(m).relative_to(HERE)) for m in speedups.COMPILED]
+    extensions = mypycify(paths, opt_level="3", group_name="p4handoff._sim", target_dir="build/mypyc")
+    for ext in extensions:
+        ext.extra_compile_args = [*ext.extra_compile_args, "-ffp-contract=off"]   # no fused multiply-add:
+        # the same float results as the interpreter on every CPU (aarch64's compilers contract by default)
+    return extensions
+
+
+if os.environ.get("P4HANDOFF_MYPYC") == "1":
+    setup(cmdclass={"build_py": BuildPyWithProtos, "build_ext": BuildExtRecorded}, ext_modules=mypyc_extensions())
+else:
+    setup(cmdclass={"build_py": BuildPyWithProtos})

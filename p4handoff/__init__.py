@@ -8,3 +8,6 @@ Layers, top down (tests/test_import_cycles.py keeps them):
 - the shared base: `wire` (the P4 contract), documents (`docmodel`, `yamlfile`),
   infrastructure (`bmv2`, `netns`, `interrupt`, `notify`).
 """
+from p4handoff import speedups as _speedups
+
+_speedups.guard()   # a stale mypyc build of the simulator never runs (p4handoff/speedups.py)

@@ -11,6 +11,8 @@ APT_PACKAGES=(
   mininet                             # the lab's topologies
   python3-thrift                      # BMv2's simple_switch_CLI (queue rates/depths over Thrift)
   valgrind                            # make bench-pipeline-instructions (callgrind)
+  gcc                                 # make compile: the simulator's hot path through mypyc
+  ns2                                 # make bench-lab: ns-2.35, the simulator's peer in sim_vs_ns2 (bench only)
 )
 
 missing=()
@@ -39,6 +41,11 @@ if [ -x "$VENV/bin/python" ]; then
   echo "== P4Runtime modules for the installed protobuf (controller/p4runtime/protogen.py)"
   "$VENV/bin/python" controller/p4runtime/protogen.py || {   # by file: its package imports what it makes
     echo "setup: FAILED to generate the P4Runtime modules (controller/p4runtime/generated); the controller cannot run" >&2; exit 1; }
+  echo "== the simulator's hot path compiled with mypyc (make compile; ~1 min)"
+  mkdir -p build
+  if ! make --no-print-directory -s compile >build/compile.log 2>&1; then
+    missing+=("compiled simulator (make compile failed, build/compile.log: it runs as pure Python, ~3x slower)")
+  fi
 fi
 
 echo "== P4 toolchain (not in any package registry: install from p4lang, see README 'P4 toolchain')"
