@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from p4handoff.controller.buffer import BufferPool
 from p4handoff.controller.dsbp_probe import DsbpProbe
 from p4handoff.controller.eventlog import LogFn, no_log
 from p4handoff.controller.handoff_notify import Notifier
@@ -24,7 +25,6 @@ from p4handoff.controller.handoff_recovery import HandoffRecovery
 from p4handoff.controller.handoff_timers import HandoffTimers
 from p4handoff.controller.intents import Effect, Reply, RouteAction
 from p4handoff.controller.ipf_handoff import IpfHandoff
-from p4handoff.controller.buffer import BufferPool
 from p4handoff.controller.mh_state import MhState, MobilityError, Phase
 from p4handoff.controller.mobility_state import MobilityState
 from p4handoff.controller.network import PORT_ACCESS, Network
@@ -65,10 +65,6 @@ class Mobility:
     def routes(self) -> dict[str, dict[str, RouteAction]]:
         """The host routes the mobility logic wants on each switch (mobile and probe addresses)."""
         return self.shared.routes.snapshot()
-
-    def managed_addresses(self) -> set[str]:
-        """Addresses whose routes belong to this module (reconciliation leaves the others alone)."""
-        return self.shared.managed_addresses()
 
     def state(self, name: str) -> MhState:
         """The MH called `name` or with home address `name` (MobilityError if none)."""
