@@ -38,19 +38,19 @@ def test_a_lost_gateway_marker_counts_as_returned_and_what_the_gateway_held_is_r
 
 
 def test_a_flush_past_its_deadline_completes_the_handoff_forced():
-    p = Parts(example_net())
+    p = Parts(example_net(marker_timeout_ms=5000, flush_timeout_ms=1000))   # the markers outlive the flush
     st = handing_off(p)
-    deadline = st.flush_deadline
-    fx = []
-    while (due := p.state.timers.next_deadline()) is not None and due <= deadline:
-        fx += p.timers.on_time(due)
-        if st.gw_marker is None and st.drain_marker is not None:
-            st.drain_marker = (st.drain_marker[0], deadline + 1)      # the drain marker never comes back
-    assert st.phase is Phase.ATTACHED
+    assert p.timers.on_time(1.5) == [] and st.gw_marker is not None
+    late_marker = st.gw_marker[0]
+    fx = p.timers.on_time(2.0)
+    assert st.phase is Phase.ATTACHED and st.gw_marker is None and st.drain_marker is None
     done = [f for e, f in p.logs if e == "handoff_complete"]
-    assert done and done[-1]["forced"] is True
+    assert len(done) == 1 and done[0]["forced"] is True and done[0]["released"] == 1
+    assert [e.packet for e in fx if isinstance(e, Release)] == [data_packet("10.0.1.1", 7)]
     assert Completed("mh1", 1.0) in fx and ("gw", Forward("bs2")) in [
         (e.switch, e.action) for e in fx if isinstance(e, SetRoute)]
+    assert p.ipf.marker_back("bs1", late_marker, 2.1) == []             # forgotten: it no longer counts
+    assert p.logs[-1] == ("marker_stale", {"via": "bs1", "reason": "no outstanding marker with this nonce"})
 
 
 def test_the_old_bs_tunnel_ends_with_its_hold():
