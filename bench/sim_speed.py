@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import dataclasses
+import gc
 import pstats
 import resource
 import shutil
@@ -48,6 +49,7 @@ def scenario(path: Path, variant: str, duration: float | None,
 
 def ours(scn: Scenario, traces: bool) -> tuple[float, float]:
     """Wall and CPU seconds of one simulator run (network built, run, traces written and closed)."""
+    gc.collect()     # the previous runs' networks (cyclic garbage) are not collected on this run's time
     with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:
         start, cpu = time.perf_counter(), time.process_time()
         sim_backend.run(scn, scn.seed, Path(tmp) if traces else None)
