@@ -33,6 +33,18 @@ class Simulator:
         self._seq += 1
         heappush(self._heap, (when, self._seq, fn, args))
 
+    def reserve(self) -> int:
+        """The sequence number `at` would give an event scheduled now, for one pushed later (`at_reserved`)."""
+        self._seq += 1
+        return self._seq
+
+    def at_reserved(self, when: float, seq: int, fn: Callable[..., Any], *args: Any) -> None:
+        """Schedule under a sequence number taken earlier by `reserve`: the event runs in the order it
+        would have had if scheduled then (a timer that moved later is pushed once, when its old time comes)."""
+        if when < self.now:
+            raise ValueError(f"cannot schedule at {when!r}, before now ({self.now!r})")
+        heappush(self._heap, (when, seq, fn, args))
+
     def after(self, delay: float, fn: Callable[..., Any], *args: Any) -> None:
         """Run `fn(*args)` `delay` seconds from now."""
         self.at(self.now + delay, fn, *args)

@@ -229,17 +229,25 @@ class Interface:
 
 
 class Slot:
-    """An endpoint bound on a host, with its wake-up bookkeeping and taps."""
+    """An endpoint bound on a host, with its wake-up bookkeeping and taps.
 
-    __slots__ = ("ep", "local_port", "remote_port", "wake_at", "token", "same_instant",
-                 "on_send", "on_receive")
+    The wake-up due is (`wake_at`, `wake_seq`): its time and the sequence number it took when it was
+    asked for, so it runs in that order. Only the earliest one asked for since the last wake-up is on the
+    event heap (`armed_at`, `armed_seq`): when an endpoint moves its wake-up later (the RTO deadline on
+    every ACK) nothing is pushed; the armed event, when its time comes, pushes the one due.
+    """
+
+    __slots__ = ("ep", "local_port", "remote_port", "wake_at", "wake_seq", "armed_at", "armed_seq",
+                 "same_instant", "on_send", "on_receive")
 
     def __init__(self, ep: "Endpoint", local_port: int, remote_port: int | None) -> None:
         self.ep = ep
         self.local_port = local_port
         self.remote_port = remote_port
         self.wake_at: float | None = None
-        self.token = 0
+        self.wake_seq = 0
+        self.armed_at: float | None = None
+        self.armed_seq = 0
         self.same_instant = 0
         self.on_send: list[Callable[["Segment", float], None]] = []
         self.on_receive: list[Callable[["Segment", float], None]] = []
@@ -287,9 +295,7 @@ class Host(Node):
             self.output(packet_of(seg))
         wake = ep.next_wakeup()
         if wake is None:
-            if slot.wake_at is not None:
-                slot.wake_at = None
-                slot.token += 1
+            slot.wake_at = None
             return
         if wake <= now:
             wake = now
@@ -300,14 +306,23 @@ class Host(Node):
         else:
             slot.same_instant = 0
         if wake != slot.wake_at:
+            sim = self.sim
             slot.wake_at = wake
-            slot.token += 1
-            self.sim.at(wake, self._wake, slot, slot.token)
+            slot.wake_seq = seq = sim.reserve()
+            armed = slot.armed_at
+            if armed is None or wake < armed:     # (equal times: the armed one has the lower sequence number)
+                slot.armed_at, slot.armed_seq = wake, seq
+                sim.at_reserved(wake, seq, self._wake, slot, wake, seq)
 
-    def _wake(self, slot: Slot, token: int) -> None:
-        if token == slot.token:
+    def _wake(self, slot: Slot, when: float, seq: int) -> None:
+        if slot.armed_at == when and slot.armed_seq == seq:
+            slot.armed_at = None
+        if slot.wake_at == when and slot.wake_seq == seq:
             slot.wake_at = None
             self.service(slot)
+        elif slot.armed_at is None and slot.wake_at is not None:    # the wake-up due moved later: push it now
+            slot.armed_at, slot.armed_seq = slot.wake_at, slot.wake_seq
+            self.sim.at_reserved(slot.wake_at, slot.wake_seq, self._wake, slot, slot.wake_at, slot.wake_seq)
 
     def notify(self, slot: Slot, note: "Notification") -> None:
         slot.ep.notify(note, self.sim.now)
