@@ -45,8 +45,10 @@ def test_every_claim_gets_a_verdict_on_the_console_and_in_the_report(tmp_path: P
     assert "HOLDS" in console and "DOES NOT HOLD" in console
     assert console.count("\n") >= len(CLAIMS)
     report = (res.directory / "report.md").read_text()
-    assert "| **holds** | Bandwidth-Aware beats TCP/mm |" in report
-    assert "| **does not hold** | TCP/mm beats Bandwidth-Aware |" in report
+    assert "| Bandwidth-Aware beats TCP/mm | **holds** |" in report
+    assert "| TCP/mm beats Bandwidth-Aware | **does not hold** |" in report
+    claims = report[report.index("## The paper's claims"):report.index("## Measured")]
+    assert all(claims.count(f"| {c['claim']} |") == 1 for c in CLAIMS)     # one table: each claim listed once
     # the loss-rate bound is shown in the unit of the value beside it: percent, not a fraction
     assert "≤ 0.10 %" in report and "≤ 0.001" not in report
 

@@ -73,6 +73,15 @@ class Results:
         return [r.quantities[key] for r in self.records
                 if r.point == point and r.variant == variant and not math.isnan(r.quantities[key])]
 
+    def in_repeat(self, point: tuple, variant: str, key: str, repeat: int) -> float:
+        """One repeat's value of a quantity (NaN if that repeat did not run or could not measure it)."""
+        return next((r.quantities[key] for r in self.records
+                     if r.point == point and r.variant == variant and r.repeat == repeat), math.nan)
+
+    def seed_of(self, repeat: int) -> int:
+        """Repeat k runs with seed `seed + k` in every variant: repeats with one k are paired by seed."""
+        return self.seed + repeat
+
     def mean(self, point: tuple, variant: str, key: str) -> float:
         vals = self._values(point, variant, key)
         return statistics.fmean(vals) if vals else math.nan
