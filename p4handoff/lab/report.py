@@ -13,6 +13,7 @@ import itertools
 import math
 from dataclasses import dataclass
 
+from p4handoff.lab.provenance import header as provenance_header
 from p4handoff.lab.results import Results, point_label
 from p4handoff.scenario.loader import Expectation, Quantity, QueueSpec, Scenario
 from p4handoff.scenario.model import FRACTION_METRICS, RATE_METRICS, paper_ref
@@ -122,6 +123,31 @@ def _ours_vs_published(res: Results, point: tuple, label: str, q: Quantity) -> s
     return text if p is None else f"{text} (published {fmt(q.metric, p)})"
 
 
+def _headline(res: Results, window: str) -> list[Quantity]:
+    """The table quantities of the published window that the paper gives a number for, in table order
+    (percent_of_ideal goes beside throughput): a sum where the paper gives a sum (total_throughput)."""
+    pub = res.scenario_file.published
+    assert pub is not None
+    given = {m for v in pub.values.values() for m in v}
+    table = res.records[0].scenario.measure.table
+    out = [q for q in table if q.window == window and q.metric in given and q.metric != "percent_of_ideal"]
+    if "percent_of_ideal" in given and not any(q.metric == "throughput" for q in out):
+        out += [q for q in table if q.window == window and q.metric == "percent_of_ideal"]
+    return out
+
+
+def _ratio_text(ours: float, published: float) -> str:
+    """ours / published with the digits that keep it apart from 1 (0.9998 is not "1.00")."""
+    return fmt_apart("ratio", [ours / published, 1.0])[0]
+
+
+def _gap(metric: str, ours: float, published: float) -> str:
+    diff = ours - published
+    size = (f"{abs(diff) / 1e6:.3f} Mb/s" if metric in RATE_METRICS else
+            f"{100 * abs(diff):.2f} points" if metric in FRACTION_METRICS else f"{fmt(metric, abs(diff))} {unit(metric)}")
+    return f"{'+' if diff >= 0 else '−'}{size} ({100 * diff / published:+.0f} %)"
+
+
 def _published_section(res: Results) -> list[str]:
     sf = res.scenario_file
     pub = sf.published
@@ -129,14 +155,16 @@ def _published_section(res: Results) -> list[str]:
         return []
     scn0 = res.records[0].scenario
     window = pub.window or scn0.measure.windows[0].name
-    tq = next((q for q in scn0.measure.table if q.metric == "throughput" and q.window == window), None)
-    pq = next((q for q in scn0.measure.table if q.metric == "percent_of_ideal" and q.window == window), None)
-    if tq is None:
+    heads = _headline(res, window)
+    if not heads:
         return []
+    pq = next((q for q in scn0.measure.table if q.metric == "percent_of_ideal" and q.window == window), None)
     w = scn0.measure.window(window)
     lines = ["## Ours vs published", "", f"Source: {pub.source}. Window {w.t0:g}–{w.t1:g} s.", ""]
     if sf.sweep:
-        return lines + _published_sweep(res, tq, pq, window)
+        for q in heads:
+            lines += _published_sweep(res, q, pq if q.metric == "throughput" else None)
+        return lines
     for point in sf.points():
         rec = next(r for r in res.records if r.point == point)
         if point:
@@ -147,53 +175,65 @@ def _published_section(res: Results) -> list[str]:
             lines.append(f"Ideal: ours {fmt('ideal', ideal) if ideal is not None else 'n/a'} Mb/s "
                          f"(outage time {rule}), published {fmt('ideal', pub.ideal_bps) if pub.ideal_bps else 'n/a'} Mb/s.")
             lines.append("")
-        lines += ["| scheme | ours Mb/s | ours % of ideal | published Mb/s | published % | ours / published | gap |",
-                  "|---|---|---|---|---|---|---|"]
-        for label in sf.labels:
-            p = pub.values.get(label, {})
-            ours = res.mean(point, label, tq.key)
-            ours_pct = _ours(res, point, label, pq.key, "percent_of_ideal") if pq else "n/a"
-            pt, pp = p.get("throughput"), p.get("percent_of_ideal")
-            ratio = f"{ours / pt:.2f}" if pt else "n/a"
-            if pt:
-                diff = ours - pt
-                gap = f"{'+' if diff >= 0 else '−'}{abs(diff) / 1e6:.3f} Mb/s ({100 * diff / pt:+.0f} %)"
-            else:
-                gap = "no published number"
-            lines.append(f"| {label} | {_ours(res, point, label, tq.key, 'throughput')} | {ours_pct} | "
-                         f"{fmt('throughput', pt) if pt else '—'} | {f'{pp:.1f}' if pp is not None else '—'} | "
-                         f"{ratio} | {gap} |")
-        lines += ["", _gap_sentence(res, point, tq, pub.values), ""]
+        for q in heads:
+            lines += _published_table(res, point, q, pq if q.metric == "throughput" else None)
     return lines
 
 
-def _published_sweep(res: Results, tq: Quantity, pq: Quantity | None, window: str) -> list[str]:
-    """One row per sweep point: each scheme's Mb/s, % of ideal and ratio to the published figure."""
+def _published_table(res: Results, point: tuple, q: Quantity, pq: Quantity | None) -> list[str]:
+    """Each scheme's value of `q` beside the paper's (and % of ideal beside a throughput)."""
+    pub = res.scenario_file.published
+    assert pub is not None
+    u = unit(q.metric)
+    subject = f" of {q.flow}" if q.flow else f" on {q.link}" if q.link else ""
+    lines = [f"**{q.metric.replace('_', ' ')}{subject}**", ""] if q.metric != "throughput" else []
+    lines += [f"| scheme | ours {u} | " + ("ours % of ideal | " if pq else "") + f"published {u} | "
+              + ("published % | " if pq else "") + "ours / published | gap |",
+              "|" + "---|" * (7 if pq else 5)]
+    for label in res.scenario_file.labels:
+        p = pub.values.get(label, {})
+        ours = res.mean(point, label, q.key)
+        pt, pp = p.get(q.metric), p.get("percent_of_ideal")
+        row = f"| {label} | {_ours(res, point, label, q.key, q.metric)} | "
+        if pq:
+            row += f"{_ours(res, point, label, pq.key, 'percent_of_ideal')} | "
+        row += f"{fmt(q.metric, pt) if pt is not None else '—'} | "
+        if pq:
+            row += f"{f'{pp:.1f}' if pp is not None else '—'} | "
+        row += (f"{_ratio_text(ours, pt)} | {_gap(q.metric, ours, pt)} |" if pt else "n/a | no published number |")
+        lines.append(row)
+    return lines + ["", _gap_sentence(res, point, q, pub.values), ""]
+
+
+def _published_sweep(res: Results, q: Quantity, pq: Quantity | None) -> list[str]:
+    """One row per sweep point: each scheme's value of `q` (and % of ideal), its ratio to the published figure."""
     sf = res.scenario_file
     pub = sf.published
     assert pub is not None
     labels = sf.labels
+    u = unit(q.metric)
     head = "| " + " / ".join(a.label for a in sf.sweep) + " | " + " | ".join(
-        f"{lab}: Mb/s (% ideal, × published)" for lab in labels) + " | ordering |"
-    lines = [head, "|" + "---|" * (len(labels) + 2)]
-    pub_order = sorted((lab for lab in labels if pub.values.get(lab, {}).get("throughput")),
-                       key=lambda lab: -pub.values[lab]["throughput"])
+        f"{lab}: {u}" + (" (% ideal, × published)" if pq else " (× published)") for lab in labels) + " | ordering |"
+    lines = [] if q.metric == "throughput" else [f"**{describe(q)}**", ""]
+    lines += [head, "|" + "---|" * (len(labels) + 2)]
+    pub_order = sorted((lab for lab in labels if pub.values.get(lab, {}).get(q.metric)),
+                       key=lambda lab: -pub.values[lab][q.metric])
     cells = []
     for lab in labels:
         p = pub.values.get(lab, {})
-        cells.append(f"{fmt('throughput', p['throughput']) if 'throughput' in p else '—'}"
-                     + (f" ({p['percent_of_ideal']:.1f} %)" if "percent_of_ideal" in p else ""))
+        cells.append(f"{fmt(q.metric, p[q.metric]) if q.metric in p else '—'}"
+                     + (f" ({p['percent_of_ideal']:.1f} %)" if pq and "percent_of_ideal" in p else ""))
     lines.append("| published | " + " | ".join(cells) + f" | {' > '.join(pub_order)} |")
     reproduced = 0
     for point in sf.points():
         cells = []
         for lab in labels:
-            ours = res.mean(point, lab, tq.key)
-            pt = pub.values.get(lab, {}).get("throughput")
-            pct = f"{res.mean(point, lab, pq.key):.1f} %" if pq else ""
-            cells.append(f"{_ours(res, point, lab, tq.key, 'throughput')} ({pct}"
-                         + (f", {ours / pt:.2f}×" if pt else "") + ")")
-        order = sorted(pub_order, key=lambda lab: -res.mean(point, lab, tq.key))
+            ours = res.mean(point, lab, q.key)
+            pt = pub.values.get(lab, {}).get(q.metric)
+            parts = ([f"{res.mean(point, lab, pq.key):.1f} %"] if pq else []) + \
+                ([f"{_ratio_text(ours, pt)}×"] if pt else [])
+            cells.append(_ours(res, point, lab, q.key, q.metric) + (f" ({', '.join(parts)})" if parts else ""))
+        order = sorted(pub_order, key=lambda lab: -res.mean(point, lab, q.key))
         same = order == pub_order
         reproduced += same
         lines.append("| " + " / ".join(str(v) for _, v in point) + " | " + " | ".join(cells)
@@ -204,17 +244,18 @@ def _published_sweep(res: Results, tq: Quantity, pq: Quantity | None, window: st
 
 
 def _gap_sentence(res: Results, point: tuple, tq: Quantity, values: dict[str, dict[str, float]]) -> str:
-    labels = [lab for lab in res.scenario_file.labels if values.get(lab, {}).get("throughput")]
+    m = tq.metric
+    labels = [lab for lab in res.scenario_file.labels if values.get(lab, {}).get(m)]
     if not labels:
         return ""
     ours_order = sorted(labels, key=lambda lab: -res.mean(point, lab, tq.key))
-    pub_order = sorted(labels, key=lambda lab: -values[lab]["throughput"])
+    pub_order = sorted(labels, key=lambda lab: -values[lab][m])
     same = ours_order == pub_order
-    worst = max(labels, key=lambda lab: abs(res.mean(point, lab, tq.key) / values[lab]["throughput"] - 1))
-    wr = res.mean(point, worst, tq.key) / values[worst]["throughput"]
+    worst = max(labels, key=lambda lab: abs(res.mean(point, lab, tq.key) / values[lab][m] - 1))
+    wr = res.mean(point, worst, tq.key) / values[worst][m]
     return (f"Ordering of schemes: ours {' > '.join(ours_order)}; published {' > '.join(pub_order)} — "
             f"{'reproduced' if same else 'NOT reproduced'}{_resolution(res, point, tq, ours_order)}. Largest gap: "
-            f"{worst}, ours is {wr:.2f}× the published figure ({100 * (wr - 1):+.0f} %).")
+            f"{worst}, ours is {_ratio_text(wr, 1.0)}× the published figure ({100 * (wr - 1):+.0f} %).")
 
 
 def _resolution(res: Results, point: tuple, tq: Quantity, order: list[str]) -> str:
@@ -558,6 +599,9 @@ def render(res: Results, figures: list[str]) -> str:
              f"Scenario `{sf.source}` (paper: `{paper_ref(sf.paper)}`) · backend **{res.backend}**"
              + (f" ({res.backend_reason})" if res.backend_reason else "")
              + f" · run `{res.run_id}` · {_runs_and_wall(res)}", ""]
+    prov = provenance_header(res.provenance)
+    if prov:
+        lines += [*[f"{line}  " for line in prov[:-1]], prov[-1], ""]
     if sf.overrides:
         lines += ["Overrides: " + ", ".join(f"`{p}={v}`" for p, v in sf.overrides), ""]
     if sf.description:

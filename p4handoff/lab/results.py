@@ -53,6 +53,7 @@ class Results:
     records: list[RunRecord] = field(default_factory=list)
     wall_seconds: float = 0.0            # of this session only
     resumed: int = 0                     # runs kept from an earlier session (`--resume`), not in wall_seconds
+    provenance: list[dict[str, Any]] = field(default_factory=list)   # what produced it, per session (provenance.py)
 
     def summary(self) -> list[dict[str, Any]]:
         """Mean, sd, min, max and n of every quantity per (point, variant), in plan order."""
