@@ -441,8 +441,9 @@ def verdicts(res: Results) -> list[Verdict]:
             w = c.worst
             if w is not None and (worst is None or w.margin < worst[0]):
                 worst = (w.margin, _repeat_text(res, point, w))
-        out.append(Verdict(e.claim, held, measured, len(sf.points()), failed or first, k, n,
-                           worst[1] if worst and res.repeats > 1 else ""))
+        repeated = res.repeats > 1          # a single run per point is judged on itself: no count of repeats
+        out.append(Verdict(e.claim, held, measured, len(sf.points()), failed or first, k if repeated else 0,
+                           n if repeated else 0, worst[1] if worst and repeated else ""))
     return out
 
 
@@ -609,7 +610,9 @@ def render(res: Results, figures: list[str]) -> str:
     lines += _published_section(res)
     lines += _claims_section(res)
     lines += _quantities_section(res)
-    lines += ["## Settings (the paper leaves these open)", ""] + settings(scn0) + [""]
+    lines += ["## Settings (the paper leaves these open)", ""] + settings(scn0) + [
+        f"| variant {v.label} | its compared flows: " + ", ".join(f"{k} {val}" for k, val in v.tcp) + " |"
+        for v in sf.variants if v.tcp] + [""]
     if scn0.assumptions:
         lines += [f"- {a}" for a in scn0.assumptions] + [""]
     if sf.sweep:

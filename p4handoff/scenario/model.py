@@ -292,6 +292,7 @@ class Variant:
     label: str
     scheme: str | None
     overrides: tuple[tuple[str, Any], ...] = ()
+    tcp: tuple[tuple[str, Any], ...] = ()      # TCP settings of its `compared` flows (a scheme-specific window)
 
 
 @dataclass(frozen=True)
