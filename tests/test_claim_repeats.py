@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from p4handoff.lab.report import check, claims_console, verdicts
+from p4handoff.lab.claims import check, claims_console, verdicts
 from p4handoff.lab.results import Results, RunRecord
 from p4handoff.lab.runner import run_scenario
 from p4handoff.lab.sim_backend import SimBackend

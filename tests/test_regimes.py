@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from p4handoff.lab.report import verdicts
+from p4handoff.lab.claims import verdicts
 from p4handoff.lab.results import Results
 from p4handoff.lab.runner import run_scenario
 from p4handoff.lab.sim_backend import SimBackend

@@ -10,7 +10,8 @@ import pytest
 from p4handoff.hosts.sim.engine import Simulator
 from p4handoff.hosts.sim.link import Link
 from p4handoff.hosts.sim.packet import Packet
-from p4handoff.lab.report import Verdict, claims_console, fmt_apart, required, verdicts
+from p4handoff.lab.claims import Verdict, claims_console, required, verdicts
+from p4handoff.lab.formats import fmt_apart
 from p4handoff.lab.runner import run_scenario
 from p4handoff.scenario.loader import SweepAxis, load
 from p4handoff.lab.sim_backend import SimBackend

@@ -211,7 +211,8 @@ def _run(args: argparse.Namespace) -> int:
                                  backend_reason=reason) for sf in files]
         sigterm_as_interrupt()   # a lab stopped by SIGTERM still tears its network down; workers are stopped
         print(f"backend: {backend.name} ({reason}); runs on {pool.where}", file=sys.stderr)
-        from p4handoff.lab.report import claims_console, summary_table
+        from p4handoff.lab.claims import claims_console
+        from p4handoff.lab.report import summary_table
         for res in execute_sweeps(sweeps, pool, progress_out=None if args.quiet else sys.stderr,
                                   make_plots=not args.no_plots):
             print(f"\n## {res.scenario_file.title}\n")

@@ -34,7 +34,9 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from p4handoff.lab.compact import open_text  # noqa: E402
-from p4handoff.lab.report import check, published_value, unit  # noqa: E402
+from p4handoff.lab.claims import check  # noqa: E402
+from p4handoff.lab.formats import unit  # noqa: E402
+from p4handoff.lab.report import published_value  # noqa: E402
 from p4handoff.lab.results import Results, RunRecord, point_label, point_slug  # noqa: E402
 from p4handoff.scenario.model import FRACTION_METRICS, RATE_METRICS  # noqa: E402
 
