@@ -194,10 +194,11 @@ def claims_console(res: Results) -> str:
         return ""
     lines = [f"Claims of the paper ({sf.paper}), {res.backend}"
              + (f", {res.repeats} repeats paired by seed" if res.repeats > 1 else "") + ":"]
+    width = max([22, *(len(v.word) for v in vs)])      # "HOLDS AT 16 OF 24 POINTS" keeps its column
     for v in vs:
-        lines.append(f"  {v.word.upper():<22} {v.claim} ({v.example})" + (f"; {v.in_repeats}" if v.in_repeats else ""))
+        lines.append(f"  {v.word.upper():<{width}} {v.claim} ({v.example})" + (f"; {v.in_repeats}" if v.in_repeats else ""))
         if v.worst:
-            lines.append(f"  {'':<22}   worst repeat: {v.worst}")
+            lines.append(f"  {'':<{width}}   worst repeat: {v.worst}")
     unchecked = len(sf.published.findings) if sf.published else 0
     if unchecked:
         lines.append(f"  {unchecked} published finding(s) in figure form only: listed in report.md, compare the plots")
