@@ -10,7 +10,8 @@ import pytest
 from p4handoff.hosts.sim.engine import Simulator
 from p4handoff.hosts.sim.link import Link
 from p4handoff.hosts.sim.packet import Packet
-from p4handoff.lab.report import Verdict, claims_console, fmt_apart, required, verdicts
+from p4handoff.lab.claims import Verdict, claims_console, required, verdicts
+from p4handoff.lab.formats import fmt_apart
 from p4handoff.lab.runner import run_scenario
 from p4handoff.scenario.loader import SweepAxis, load
 from p4handoff.lab.sim_backend import SimBackend
@@ -45,8 +46,10 @@ def test_every_claim_gets_a_verdict_on_the_console_and_in_the_report(tmp_path: P
     assert "HOLDS" in console and "DOES NOT HOLD" in console
     assert console.count("\n") >= len(CLAIMS)
     report = (res.directory / "report.md").read_text()
-    assert "| **holds** | Bandwidth-Aware beats TCP/mm |" in report
-    assert "| **does not hold** | TCP/mm beats Bandwidth-Aware |" in report
+    assert "| Bandwidth-Aware beats TCP/mm | **holds** |" in report
+    assert "| TCP/mm beats Bandwidth-Aware | **does not hold** |" in report
+    claims = report[report.index("## The paper's claims"):report.index("## Measured")]
+    assert all(claims.count(f"| {c['claim']} |") == 1 for c in CLAIMS)     # one table: each claim listed once
     # the loss-rate bound is shown in the unit of the value beside it: percent, not a fraction
     assert "≤ 0.10 %" in report and "≤ 0.001" not in report
 
@@ -150,3 +153,28 @@ def test_a_quantity_not_measured_has_no_spread() -> None:
 
     assert _ours(Repeated(float("nan")), (), "DSBP", "k", "loss_rate") == "n/a"
     assert _ours(Repeated(0.002), (), "DSBP", "k", "loss_rate") == "0.20 ± 0.00"
+
+
+def test_the_headline_compares_the_metric_the_paper_gives_a_sum_where_it_gives_a_sum(tmp_path: Path) -> None:
+    """A two-flow file whose published values are totals: "Ours vs published" compares total_throughput."""
+    from p4handoff.lab.report import summary_table
+    pub = {"NewReno": {"total_throughput": "9.325Mbps"}, "UCC": {"total_throughput": "9.276Mbps"}}
+    sf = load(ROOT / "traces" / "ucc-loss.yaml",
+              (("duration", 4), ("measure.windows", [{"name": "run", "from": 0, "to": 4}]),
+               ("measure.plot_range", [0, 4]), ("sweep", []), ("published.values", pub)), (), ("newreno", "ucc"))
+    res = run_scenario(sf, SimBackend(), seed=None, repeats=1, results_root=tmp_path, run_id="r",
+                       progress_out=None, make_plots=False)
+    table = summary_table(res)
+    assert "total throughput" in table and "no published number" not in table
+    row = next(line for line in table.splitlines() if line.startswith("| UCC |"))
+    assert "| 9.276 |" in row
+    ours = res.mean((), "UCC", "total_throughput[all]@run")
+    assert f"| {ours / 1e6:.3f} |" in row
+    report = (res.directory / "report.md").read_text()
+    assert table in report
+
+
+def test_a_ratio_near_one_is_printed_with_the_digits_that_keep_it_apart() -> None:
+    from p4handoff.lab.report import _ratio_text
+    assert _ratio_text(0.9998, 1.0) == "0.9998"
+    assert _ratio_text(1.25, 1.0) == "1.25" and _ratio_text(2.0, 2.0) == "1.00"

@@ -42,11 +42,14 @@ def files(directory: Path) -> dict[str, bytes]:
     """Every file of a results directory that must not depend on where or how fast the runs ran."""
     out = {}
     for path in sorted(directory.rglob("*")):
-        if path.is_file() and path.name != "run.json":
+        if path.is_file() and path.name not in ("run.json", "provenance.json"):
             body = path.read_bytes()
-            if path.name == "report.md":   # its wall time and the Execution section say how it ran
+            if path.name == "report.md":   # its wall time, provenance and Execution section say how it ran
                 text = body.decode().split("\n## Execution")[0]
-                body = "\n".join(line for line in text.splitlines() if " s wall" not in line).encode()
+                body = "\n".join(line for line in text.splitlines()
+                                 if " s wall" not in line and not line.startswith(("Produced ", "Resumed "))).encode()
+            elif path.name == "metrics.json" and path.parent == directory:   # when and by which command
+                body = json.dumps({**json.loads(body), "provenance": None}).encode()
             out[str(path.relative_to(directory))] = body
     return out
 

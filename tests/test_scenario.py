@@ -273,3 +273,20 @@ def test_a_reference_to_a_name_nothing_declares_is_still_an_error() -> None:
     assert errs["topology.mobile_hosts[mh].moves[0].switch.cell"] == "no cell named 'g4'"
     assert "no link or cell named 'g5'" in errs["measure.queues.links[0]"]
     assert "not a rate" in errs["topology.cells[g3].rate"]
+
+
+def test_a_variant_may_give_its_compared_flows_their_own_tcp_settings() -> None:
+    """Scheme-specific windows (issue 25): the variant's tcp: reaches its compared flow only."""
+    variants = [{"label": "NewReno rwnd 20", "scheme": "newreno", "tcp": {"window": 20, "min_rto": "200ms"}},
+                {"label": "DSBP", "scheme": "dsbp"}]
+    sf = load(TRACES / "dsbp-loaded-cell.yaml", (("schemes", None), ("variants", variants), ("sweep", []),
+                                                ("published", None)))
+    capped, dsbp = (sf.resolve(v) for v in sf.variants)
+    flows = {f.name: f for f in capped.flows}
+    assert (flows["main"].tcp.window, flows["main"].tcp.min_rto) == (20, 0.2)
+    assert flows["bg1"].tcp == capped.tcp and capped.tcp.window == 128       # the other flow keeps the file's
+    assert {f.name: f.tcp.window for f in dsbp.flows} == {"main": 128, "bg1": 128}
+    with pytest.raises(ScenarioError) as exc:
+        load(TRACES / "dsbp-loaded-cell.yaml", (("schemes", None), ("sweep", []), ("published", None),
+                                                ("variants", [{"label": "x", "scheme": "dsbp", "tcp": {"windw": 20}}])))
+    assert "variants[0].tcp.windw: unknown field" in str(exc.value)

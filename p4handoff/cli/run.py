@@ -31,6 +31,7 @@ from p4handoff.argtypes import whole_number
 from p4handoff.interrupt import sigterm_as_interrupt
 from p4handoff.lab.execute import cpu_count, make_pool
 from p4handoff.lab.backend import Backend
+from p4handoff.lab.provenance import MixedCommits
 from p4handoff.lab.runner import RESULTS_ROOT, SweepIncomplete, execute_sweeps, plan_sweep, read_plan, resume_sweep
 from p4handoff.scenario.loader import SweepAxis, load
 from p4handoff.scenario.units import ScenarioError
@@ -95,6 +96,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cluster", metavar="ADDRESS", help="run on the Dask scheduler at ADDRESS, e.g. tcp://host:8786")
     p.add_argument("--resume", type=Path, metavar="RESULTS_DIR",
                    help="finish an interrupted run: results/<scenario>/<run-id> (its plan, seed and overrides)")
+    p.add_argument("--allow-mixed-commits", action="store_true",
+                   help="with --resume: finish the sweep with this code although its runs so far were made by other "
+                        "code (another commit or other uncommitted changes); the report lists both")
     p.add_argument("--set", type=_assignment, action="append", default=[], metavar="PATH=VALUE",
                    help="override a field, e.g. topology.cells.g3.queue.limit=20")
     p.add_argument("--sweep", type=_sweep, action="append", default=[], metavar="PATH=V1,V2",
@@ -148,6 +152,8 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
             return f"--resume takes the plan from the results directory; drop {', '.join(fixed)}"
     elif not args.scenario:
         return "give scenario file(s), or --resume RESULTS_DIR"
+    elif args.allow_mixed_commits:
+        return "--allow-mixed-commits is for --resume RESULTS_DIR"
     if args.cluster and args.jobs is not None:
         return "--jobs is for local runs; with --cluster the scheduler's workers set how many run at once"
     if args.mininet_cli and (args.cluster or (args.jobs or 1) > 1):
@@ -199,13 +205,14 @@ def _run(args: argparse.Namespace) -> int:
     pool = make_pool(args.jobs or cpu_count(), args.cluster, lab)   # first: an unreachable cluster leaves no directory
     try:
         if plan:
-            sweeps = [resume_sweep(args.resume, backend)]
+            sweeps = [resume_sweep(args.resume, backend, allow_mixed_commits=args.allow_mixed_commits)]
         else:
             sweeps = [plan_sweep(sf, backend, seed=args.seed, repeats=args.repeat or 1, results_root=args.results,
                                  backend_reason=reason) for sf in files]
         sigterm_as_interrupt()   # a lab stopped by SIGTERM still tears its network down; workers are stopped
         print(f"backend: {backend.name} ({reason}); runs on {pool.where}", file=sys.stderr)
-        from p4handoff.lab.report import claims_console, summary_table
+        from p4handoff.lab.claims import claims_console
+        from p4handoff.lab.report import summary_table
         for res in execute_sweeps(sweeps, pool, progress_out=None if args.quiet else sys.stderr,
                                   make_plots=not args.no_plots):
             print(f"\n## {res.scenario_file.title}\n")
@@ -217,6 +224,8 @@ def _run(args: argparse.Namespace) -> int:
     except SweepIncomplete as exc:
         print(f"p4handoff run: {exc}", file=sys.stderr)
         return 1
+    except MixedCommits as exc:        # --resume with other code than made the directory's runs
+        return _usage(f"--resume: {exc}")
     except ScenarioError as exc:       # --resume of a document this version no longer accepts
         print(exc, file=sys.stderr)
         return EXIT_INVALID

@@ -12,7 +12,8 @@
   (DSBP's metric; dummies and pure ACKs are not counted).
 - utilization: bytes the link sent in the window × 8 / (rate × length);
   a packet whose transmission straddles an edge counts with the part
-  transmitted inside (so it never exceeds 100 %).
+  transmitted inside, and the quotient is clamped to 1 against float
+  rounding (so it never exceeds 100 %).
 - max_queue, min_queue, max_avg_queue: over the queue samples in the window
   (min_queue 0 = the queue ran empty: RED's synchronisation collapse).
 """
@@ -126,7 +127,9 @@ def value(scn: Scenario, data: RunData, q: Quantity) -> float:
         sent_bytes = _link_counter(data, link, t1, "bytes_sent") - _link_counter(data, link, t0, "bytes_sent")
         # a backend that could not read the counters exactly at the edges says when it did
         a, b = (data.snapshot(t).get(link, {}).get("read_at", t) for t in (t0, t1))
-        return sent_bytes * 8 / (rate * (b - a if b > a else length))
+        # bytes serialised in [t0, t1] never exceed rate x length, but their float sum can by an ulp or so
+        # (1.0000000000003777 was stored): a share of the link's time is at most all of it
+        return min(1.0, sent_bytes * 8 / (rate * (b - a if b > a else length)))
     if q.metric == "drops":
         return _link_counter(data, link, t1, "drops") - _link_counter(data, link, t0, "drops")
     rows = [r for r in data.queue_rows if r[1] == link and t0 <= r[0] <= t1]

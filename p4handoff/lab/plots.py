@@ -9,7 +9,10 @@
   (the average wherever the backend keeps one: RED and M-RED queues, and
   every BMv2 port in the lab; the simulator's drop-tail queues keep none);
 - throughput.png: throughput of each variant against the ideal and the published figure;
-- sweep-<quantity>.png: a quantity vs the swept value, one line per variant (mean ± sd).
+- sweep-<quantity>.png: a quantity vs the swept value, one line per variant (mean ± sd);
+- claims-map.png (a sweep over two axes): each claim's verdict per cell, the map of where it holds; an
+  ordering of two variants is drawn as wins / loses / ties (the reverse ordering holds by the same rule,
+  or neither does), with the repeats it held in.
 
 Only repeat 0 is drawn for time series; at most MAX_POINTS sweep points get them.
 Every mark and shading has a legend entry; legends sit outside the axes, so
@@ -18,6 +21,8 @@ they never cover data, and category tick labels are turned so they never touch.
 from __future__ import annotations
 
 import csv
+import dataclasses
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +34,9 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from p4handoff.lab.compact import open_text  # noqa: E402
-from p4handoff.lab.report import published_value, unit  # noqa: E402
+from p4handoff.lab.claims import check  # noqa: E402
+from p4handoff.lab.formats import unit  # noqa: E402
+from p4handoff.lab.report import published_value  # noqa: E402
 from p4handoff.lab.results import Results, RunRecord, point_label, point_slug  # noqa: E402
 from p4handoff.scenario.model import FRACTION_METRICS, RATE_METRICS  # noqa: E402
 
@@ -300,10 +307,67 @@ def _sweeps(res: Results, out: Path) -> list[str]:
     return files
 
 
+MAP_COLOURS = {"holds": "#4daf4a", "wins": "#4daf4a", "fails": "#e41a1c", "loses": "#e41a1c", "ties": "#ffd92f",
+               "n/a": "0.8"}
+
+
+def _map_cell(res: Results, e: Any, point: tuple) -> tuple[str, str]:
+    """(outcome, text) of one claim at one point: holds/fails, or wins/loses/ties for an ordering of two."""
+    c = check(res, e, point)
+    text = f"{c.held_repeats}/{c.measured_repeats}" if res.repeats > 1 else ""
+    if c.holds is None:
+        return "n/a", text
+    if e.kind != "order" or len(e.variants) != 2:
+        return ("holds" if c.holds else "fails"), text
+    if c.holds:
+        return "wins", text
+    reverse = check(res, dataclasses.replace(e, variants=e.variants[::-1]), point)
+    return ("loses" if reverse.holds else "ties"), text
+
+
+def _claims_map(res: Results, out: Path) -> list[str]:
+    sf = res.scenario_file
+    claims = sf.published.expect if sf.published else ()
+    if len(sf.sweep) != 2 or not claims:
+        return []
+    rows_axis, cols_axis = sf.sweep
+    cols = 2 if len(claims) > 1 else 1
+    nrows = (len(claims) + cols - 1) // cols
+    fig, axes = _figure(nrows, cols, 6.2 * cols, 2.9 * nrows)
+    seen: set[str] = set()
+    for k, e in enumerate(claims):
+        ax = axes[k // cols, k % cols]
+        for i, rv in enumerate(rows_axis.values):
+            for j, cv in enumerate(cols_axis.values):
+                point = next(p for p in sf.points() if dict(p) == {rows_axis.path: rv, cols_axis.path: cv})
+                outcome, text = _map_cell(res, e, point)
+                seen.add(outcome)
+                ax.add_patch(plt.Rectangle((j, i), 1, 1, color=MAP_COLOURS[outcome], ec="w", lw=1.5))
+                ax.text(j + 0.5, i + 0.5, text, ha="center", va="center", fontsize=7)
+        ax.set_xlim(0, len(cols_axis.values))
+        ax.set_ylim(0, len(rows_axis.values))
+        ax.set_xticks([j + 0.5 for j in range(len(cols_axis.values))], [str(v) for v in cols_axis.values])
+        ax.set_yticks([i + 0.5 for i in range(len(rows_axis.values))], [str(v) for v in rows_axis.values])
+        ax.set_xlabel(cols_axis.label, fontsize=8)
+        ax.set_ylabel(rows_axis.label, fontsize=8)
+        ax.set_title("\n".join(textwrap.wrap(e.claim, 60)), fontsize=8)
+        ax.tick_params(labelsize=7)
+    for k in range(len(claims), nrows * cols):
+        axes[k // cols, k % cols].axis("off")
+    handles = [Patch(color=MAP_COLOURS[o], label=o) for o in MAP_COLOURS if o in seen]
+    if res.repeats > 1:
+        handles.append(Patch(color="w", label=f"k/n: repeats (of {res.repeats}) it holds in"))
+    _legend(fig, handles)
+    fig.suptitle(f"{sf.title}\nverdict per cell: on the means and in a majority of repeats (or as the claim asks)",
+                 fontsize=9)
+    _save(fig, out / "claims-map.png")
+    return ["claims-map.png"]
+
+
 def make_all(res: Results, out: Path) -> list[str]:
     """Draw every figure into `out`; returns paths relative to the results directory."""
     out.mkdir(parents=True, exist_ok=True)
-    files = _bars(res, out) + _sweeps(res, out)
+    files = _bars(res, out) + _sweeps(res, out) + _claims_map(res, out)
     for point in _points(res):
         files += _time_series(res, out, point)
     return [f"{out.name}/{f}" for f in files]

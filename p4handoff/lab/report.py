@@ -9,54 +9,14 @@ the plots.
 """
 from __future__ import annotations
 
-import itertools
-import math
-from dataclasses import dataclass
 
+from p4handoff.lab.claims import claims_section
+from p4handoff.lab.formats import describe, fmt, fmt_apart, unit
+from p4handoff.lab.provenance import header as provenance_header
 from p4handoff.lab.results import Results, point_label
-from p4handoff.scenario.loader import Expectation, Quantity, QueueSpec, Scenario
+from p4handoff.scenario.loader import Quantity, QueueSpec, Scenario
 from p4handoff.scenario.model import FRACTION_METRICS, RATE_METRICS, paper_ref
 from p4handoff.scenario.units import format_rate
-
-
-def fmt(metric: str, v: float | None, extra: int = 0) -> str:
-    """A value in the unit the papers use: Mb/s, %, packets, counts (`extra` more decimals)."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "n/a"
-    if metric in RATE_METRICS:
-        return f"{v / 1e6:.{3 + extra}f}"
-    if metric in ("percent_of_ideal", "max_avg_queue"):
-        return f"{v:.{1 + extra}f}"
-    if metric == "ratio":
-        return f"{v:.{2 + extra}f}"
-    if metric in FRACTION_METRICS:
-        return f"{100 * v:.{2 + extra}f}"
-    if extra == 0 and float(v).is_integer():
-        return f"{v:.0f}"
-    return f"{v:.{1 + extra}f}"
-
-
-def fmt_apart(metric: str, values: list[float]) -> list[str]:
-    """`values` formatted with as many decimals as it takes for different values to read
-    differently (a claim is never decided on digits the reader cannot see)."""
-    for extra in range(7):
-        texts = [fmt(metric, v, extra) for v in values]
-        if all(a != b for (a, x), (b, y) in itertools.combinations(zip(texts, values), 2) if x != y):
-            return texts
-    return texts
-
-
-def unit(metric: str) -> str:
-    return {"throughput": "Mb/s", "total_throughput": "Mb/s", "ideal": "Mb/s", "percent_of_ideal": "% of ideal",
-            "loss_rate": "%", "utilization": "%", "max_avg_queue": "packets", "max_queue": "packets",
-            "min_queue": "packets",
-            "data_losses": "packets", "drops": "packets", "delivered_bytes": "bytes",
-            "dummies_sent": "segments"}.get(metric, "")
-
-
-def describe(q: Quantity) -> str:
-    subject = f" of {q.flow}" if q.flow else f" on {q.link}" if q.link else ""
-    return f"{q.metric.replace('_', ' ')}{subject} ({unit(q.metric)}, window {q.window})"
 
 
 def _queue_text(q: QueueSpec | None) -> str:
@@ -122,6 +82,31 @@ def _ours_vs_published(res: Results, point: tuple, label: str, q: Quantity) -> s
     return text if p is None else f"{text} (published {fmt(q.metric, p)})"
 
 
+def _headline(res: Results, window: str) -> list[Quantity]:
+    """The table quantities of the published window that the paper gives a number for, in table order
+    (percent_of_ideal goes beside throughput): a sum where the paper gives a sum (total_throughput)."""
+    pub = res.scenario_file.published
+    assert pub is not None
+    given = {m for v in pub.values.values() for m in v}
+    table = res.records[0].scenario.measure.table
+    out = [q for q in table if q.window == window and q.metric in given and q.metric != "percent_of_ideal"]
+    if "percent_of_ideal" in given and not any(q.metric == "throughput" for q in out):
+        out += [q for q in table if q.window == window and q.metric == "percent_of_ideal"]
+    return out
+
+
+def _ratio_text(ours: float, published: float) -> str:
+    """ours / published with the digits that keep it apart from 1 (0.9998 is not "1.00")."""
+    return fmt_apart("ratio", [ours / published, 1.0])[0]
+
+
+def _gap(metric: str, ours: float, published: float) -> str:
+    diff = ours - published
+    size = (f"{abs(diff) / 1e6:.3f} Mb/s" if metric in RATE_METRICS else
+            f"{100 * abs(diff):.2f} points" if metric in FRACTION_METRICS else f"{fmt(metric, abs(diff))} {unit(metric)}")
+    return f"{'+' if diff >= 0 else '−'}{size} ({100 * diff / published:+.0f} %)"
+
+
 def _published_section(res: Results) -> list[str]:
     sf = res.scenario_file
     pub = sf.published
@@ -129,14 +114,16 @@ def _published_section(res: Results) -> list[str]:
         return []
     scn0 = res.records[0].scenario
     window = pub.window or scn0.measure.windows[0].name
-    tq = next((q for q in scn0.measure.table if q.metric == "throughput" and q.window == window), None)
-    pq = next((q for q in scn0.measure.table if q.metric == "percent_of_ideal" and q.window == window), None)
-    if tq is None:
+    heads = _headline(res, window)
+    if not heads:
         return []
+    pq = next((q for q in scn0.measure.table if q.metric == "percent_of_ideal" and q.window == window), None)
     w = scn0.measure.window(window)
     lines = ["## Ours vs published", "", f"Source: {pub.source}. Window {w.t0:g}–{w.t1:g} s.", ""]
     if sf.sweep:
-        return lines + _published_sweep(res, tq, pq, window)
+        for q in heads:
+            lines += _published_sweep(res, q, pq if q.metric == "throughput" else None)
+        return lines
     for point in sf.points():
         rec = next(r for r in res.records if r.point == point)
         if point:
@@ -147,53 +134,65 @@ def _published_section(res: Results) -> list[str]:
             lines.append(f"Ideal: ours {fmt('ideal', ideal) if ideal is not None else 'n/a'} Mb/s "
                          f"(outage time {rule}), published {fmt('ideal', pub.ideal_bps) if pub.ideal_bps else 'n/a'} Mb/s.")
             lines.append("")
-        lines += ["| scheme | ours Mb/s | ours % of ideal | published Mb/s | published % | ours / published | gap |",
-                  "|---|---|---|---|---|---|---|"]
-        for label in sf.labels:
-            p = pub.values.get(label, {})
-            ours = res.mean(point, label, tq.key)
-            ours_pct = _ours(res, point, label, pq.key, "percent_of_ideal") if pq else "n/a"
-            pt, pp = p.get("throughput"), p.get("percent_of_ideal")
-            ratio = f"{ours / pt:.2f}" if pt else "n/a"
-            if pt:
-                diff = ours - pt
-                gap = f"{'+' if diff >= 0 else '−'}{abs(diff) / 1e6:.3f} Mb/s ({100 * diff / pt:+.0f} %)"
-            else:
-                gap = "no published number"
-            lines.append(f"| {label} | {_ours(res, point, label, tq.key, 'throughput')} | {ours_pct} | "
-                         f"{fmt('throughput', pt) if pt else '—'} | {f'{pp:.1f}' if pp is not None else '—'} | "
-                         f"{ratio} | {gap} |")
-        lines += ["", _gap_sentence(res, point, tq, pub.values), ""]
+        for q in heads:
+            lines += _published_table(res, point, q, pq if q.metric == "throughput" else None)
     return lines
 
 
-def _published_sweep(res: Results, tq: Quantity, pq: Quantity | None, window: str) -> list[str]:
-    """One row per sweep point: each scheme's Mb/s, % of ideal and ratio to the published figure."""
+def _published_table(res: Results, point: tuple, q: Quantity, pq: Quantity | None) -> list[str]:
+    """Each scheme's value of `q` beside the paper's (and % of ideal beside a throughput)."""
+    pub = res.scenario_file.published
+    assert pub is not None
+    u = unit(q.metric)
+    subject = f" of {q.flow}" if q.flow else f" on {q.link}" if q.link else ""
+    lines = [f"**{q.metric.replace('_', ' ')}{subject}**", ""] if q.metric != "throughput" else []
+    lines += [f"| scheme | ours {u} | " + ("ours % of ideal | " if pq else "") + f"published {u} | "
+              + ("published % | " if pq else "") + "ours / published | gap |",
+              "|" + "---|" * (7 if pq else 5)]
+    for label in res.scenario_file.labels:
+        p = pub.values.get(label, {})
+        ours = res.mean(point, label, q.key)
+        pt, pp = p.get(q.metric), p.get("percent_of_ideal")
+        row = f"| {label} | {_ours(res, point, label, q.key, q.metric)} | "
+        if pq:
+            row += f"{_ours(res, point, label, pq.key, 'percent_of_ideal')} | "
+        row += f"{fmt(q.metric, pt) if pt is not None else '—'} | "
+        if pq:
+            row += f"{f'{pp:.1f}' if pp is not None else '—'} | "
+        row += (f"{_ratio_text(ours, pt)} | {_gap(q.metric, ours, pt)} |" if pt else "n/a | no published number |")
+        lines.append(row)
+    return lines + ["", _gap_sentence(res, point, q, pub.values), ""]
+
+
+def _published_sweep(res: Results, q: Quantity, pq: Quantity | None) -> list[str]:
+    """One row per sweep point: each scheme's value of `q` (and % of ideal), its ratio to the published figure."""
     sf = res.scenario_file
     pub = sf.published
     assert pub is not None
     labels = sf.labels
+    u = unit(q.metric)
     head = "| " + " / ".join(a.label for a in sf.sweep) + " | " + " | ".join(
-        f"{lab}: Mb/s (% ideal, × published)" for lab in labels) + " | ordering |"
-    lines = [head, "|" + "---|" * (len(labels) + 2)]
-    pub_order = sorted((lab for lab in labels if pub.values.get(lab, {}).get("throughput")),
-                       key=lambda lab: -pub.values[lab]["throughput"])
+        f"{lab}: {u}" + (" (% ideal, × published)" if pq else " (× published)") for lab in labels) + " | ordering |"
+    lines = [] if q.metric == "throughput" else [f"**{describe(q)}**", ""]
+    lines += [head, "|" + "---|" * (len(labels) + 2)]
+    pub_order = sorted((lab for lab in labels if pub.values.get(lab, {}).get(q.metric)),
+                       key=lambda lab: -pub.values[lab][q.metric])
     cells = []
     for lab in labels:
         p = pub.values.get(lab, {})
-        cells.append(f"{fmt('throughput', p['throughput']) if 'throughput' in p else '—'}"
-                     + (f" ({p['percent_of_ideal']:.1f} %)" if "percent_of_ideal" in p else ""))
+        cells.append(f"{fmt(q.metric, p[q.metric]) if q.metric in p else '—'}"
+                     + (f" ({p['percent_of_ideal']:.1f} %)" if pq and "percent_of_ideal" in p else ""))
     lines.append("| published | " + " | ".join(cells) + f" | {' > '.join(pub_order)} |")
     reproduced = 0
     for point in sf.points():
         cells = []
         for lab in labels:
-            ours = res.mean(point, lab, tq.key)
-            pt = pub.values.get(lab, {}).get("throughput")
-            pct = f"{res.mean(point, lab, pq.key):.1f} %" if pq else ""
-            cells.append(f"{_ours(res, point, lab, tq.key, 'throughput')} ({pct}"
-                         + (f", {ours / pt:.2f}×" if pt else "") + ")")
-        order = sorted(pub_order, key=lambda lab: -res.mean(point, lab, tq.key))
+            ours = res.mean(point, lab, q.key)
+            pt = pub.values.get(lab, {}).get(q.metric)
+            parts = ([f"{res.mean(point, lab, pq.key):.1f} %"] if pq else []) + \
+                ([f"{_ratio_text(ours, pt)}×"] if pt else [])
+            cells.append(_ours(res, point, lab, q.key, q.metric) + (f" ({', '.join(parts)})" if parts else ""))
+        order = sorted(pub_order, key=lambda lab: -res.mean(point, lab, q.key))
         same = order == pub_order
         reproduced += same
         lines.append("| " + " / ".join(str(v) for _, v in point) + " | " + " | ".join(cells)
@@ -204,17 +203,18 @@ def _published_sweep(res: Results, tq: Quantity, pq: Quantity | None, window: st
 
 
 def _gap_sentence(res: Results, point: tuple, tq: Quantity, values: dict[str, dict[str, float]]) -> str:
-    labels = [lab for lab in res.scenario_file.labels if values.get(lab, {}).get("throughput")]
+    m = tq.metric
+    labels = [lab for lab in res.scenario_file.labels if values.get(lab, {}).get(m)]
     if not labels:
         return ""
     ours_order = sorted(labels, key=lambda lab: -res.mean(point, lab, tq.key))
-    pub_order = sorted(labels, key=lambda lab: -values[lab]["throughput"])
+    pub_order = sorted(labels, key=lambda lab: -values[lab][m])
     same = ours_order == pub_order
-    worst = max(labels, key=lambda lab: abs(res.mean(point, lab, tq.key) / values[lab]["throughput"] - 1))
-    wr = res.mean(point, worst, tq.key) / values[worst]["throughput"]
+    worst = max(labels, key=lambda lab: abs(res.mean(point, lab, tq.key) / values[lab][m] - 1))
+    wr = res.mean(point, worst, tq.key) / values[worst][m]
     return (f"Ordering of schemes: ours {' > '.join(ours_order)}; published {' > '.join(pub_order)} — "
             f"{'reproduced' if same else 'NOT reproduced'}{_resolution(res, point, tq, ours_order)}. Largest gap: "
-            f"{worst}, ours is {wr:.2f}× the published figure ({100 * (wr - 1):+.0f} %).")
+            f"{worst}, ours is {_ratio_text(wr, 1.0)}× the published figure ({100 * (wr - 1):+.0f} %).")
 
 
 def _resolution(res: Results, point: tuple, tq: Quantity, order: list[str]) -> str:
@@ -233,127 +233,6 @@ def _resolution(res: Results, point: tuple, tq: Quantity, order: list[str]) -> s
     if not close:
         return f" (every step of it larger than the spread over {res.repeats} repeats)"
     return f" ({'; '.join(close)} differ by less than their spread over {res.repeats} repeats: not resolved)"
-
-
-def evaluate(res: Results, e: Expectation, point: tuple) -> tuple[bool | None, str]:
-    """(holds, what we measured) for one claim at one sweep point; holds is None if a value
-    is not measurable (n/a). Decided on unrounded means; shown with the digits that tell them apart."""
-    key, metric = e.quantity.key, e.quantity.metric
-    means = {v: res.mean(point, v, key) for v in e.variants}
-    if any(m is None or math.isnan(m) for m in means.values()):
-        return None, ", ".join(f"{v} {fmt(metric, means[v])}" for v in e.variants)
-    if e.kind == "order":
-        holds = all(means[a] > means[b] for a, b in zip(e.variants, e.variants[1:]))
-        texts = fmt_apart(metric, [means[v] for v in e.variants])
-        shown = f"{e.variants[0]} {texts[0]}"
-        for k in range(1, len(e.variants)):
-            before, after = means[e.variants[k - 1]], means[e.variants[k]]
-            shown += f" {'>' if before > after else '=' if before == after else '<'} {e.variants[k]} {texts[k]}"
-        return holds, f"{shown} {unit(metric)}"
-    if e.kind == "ratio":
-        a, b = e.variants
-        r = means[a] / means[b] if means[b] else math.inf
-        holds = (e.at_least is None or r >= e.at_least) and (e.at_most is None or r <= e.at_most)
-        bounds = [x for x in (e.at_least, e.at_most) if x is not None]
-        return holds, fmt_apart("ratio", [r, *bounds])[0]
-    v = means[e.variants[0]]
-    holds = (e.at_least is None or v >= e.at_least) and (e.at_most is None or v <= e.at_most)
-    bounds = [x for x in (e.at_least, e.at_most) if x is not None]
-    return holds, f"{fmt_apart(metric, [v, *bounds])[0]} {unit(metric)}"
-
-
-def required(e: Expectation) -> str:
-    """The claim's bound in the unit its values are shown in (a ratio is a plain number)."""
-    metric = "ratio" if e.kind == "ratio" else e.quantity.metric
-    suffix = "" if e.kind == "ratio" else f" {unit(metric)}"
-    parts = [f"≥ {fmt(metric, e.at_least)}{suffix}" if e.at_least is not None else "",
-             f"≤ {fmt(metric, e.at_most)}{suffix}" if e.at_most is not None else ""]
-    return " and ".join(x for x in parts if x) or "as stated"
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """One published claim over every sweep point: how many points measured it and where it held."""
-
-    claim: str
-    held: int
-    measured: int
-    points: int
-    example: str          # what we measured at the first point where it failed (or the only point)
-
-    @property
-    def word(self) -> str:
-        if self.measured == 0:
-            return "not measurable here"
-        if self.held == self.measured:
-            return "holds"
-        if self.held == 0:
-            return "does not hold"
-        return f"holds at {self.held} of {self.measured} points"
-
-
-def verdicts(res: Results) -> list[Verdict]:
-    """A verdict for every checkable claim of the scenario's paper (published.expect)."""
-    sf = res.scenario_file
-    out = []
-    for e in (sf.published.expect if sf.published else ()):
-        held = measured = 0
-        first = failed = ""
-        for point in sf.points():
-            holds, ours = evaluate(res, e, point)
-            where = f"{point_label(sf, point)}: " if sf.sweep else ""
-            first = first or where + ours
-            if holds is not None:
-                measured += 1
-                held += holds
-            if holds is False and not failed:
-                failed = f"fails at {where}{ours}" if sf.sweep else ours
-        out.append(Verdict(e.claim, held, measured, len(sf.points()), failed or first))
-    return out
-
-
-def claims_console(res: Results) -> str:
-    """The verdicts as `p4handoff run` prints them: one loud line per claim."""
-    sf = res.scenario_file
-    vs = verdicts(res)
-    if not vs and not (sf.published and sf.published.findings):
-        return ""
-    lines = [f"Claims of the paper ({sf.paper}), {res.backend}:"]
-    for v in vs:
-        lines.append(f"  {v.word.upper():<22} {v.claim} ({v.example})")
-    unchecked = len(sf.published.findings) if sf.published else 0
-    if unchecked:
-        lines.append(f"  {unchecked} published finding(s) in figure form only: listed in report.md, compare the plots")
-    return "\n".join(lines)
-
-
-def _claims_section(res: Results) -> list[str]:
-    sf = res.scenario_file
-    pub = sf.published
-    if pub is None or (not pub.expect and not pub.findings):
-        return []
-    lines = ["## The paper's claims", ""]
-    vs = verdicts(res)
-    if vs:
-        lines += ["| verdict | claim | where it fails, or what we measured |", "|---|---|---|"]
-        lines += [f"| **{v.word}** | {v.claim} | {v.example} |" for v in vs]
-        lines.append("")
-    if pub.expect:
-        head = "| claim | " + ("sweep point | " if sf.sweep else "") + "ours | published | required | holds |"
-        lines += [head, "|" + "---|" * (head.count("|") - 1)]
-        for e in pub.expect:
-            for point in sf.points():
-                holds, ours = evaluate(res, e, point)
-                row = f"| {e.claim} | " + (f"{point_label(sf, point)} | " if sf.sweep else "")
-                row += f"{ours} | {e.published if e.published is not None else '—'} | {required(e)} | " \
-                       f"{'not measurable' if holds is None else 'yes' if holds else '**no**'} |"
-                lines.append(row)
-        lines.append("")
-    if pub.findings:
-        lines += ["Published findings (figures; compare with the plots):", ""]
-        lines += [f"- {f}" for f in pub.findings]
-        lines.append("")
-    return lines
 
 
 def _quantities_section(res: Results) -> list[str]:
@@ -448,14 +327,19 @@ def render(res: Results, figures: list[str]) -> str:
              f"Scenario `{sf.source}` (paper: `{paper_ref(sf.paper)}`) · backend **{res.backend}**"
              + (f" ({res.backend_reason})" if res.backend_reason else "")
              + f" · run `{res.run_id}` · {_runs_and_wall(res)}", ""]
+    prov = provenance_header(res.provenance)
+    if prov:
+        lines += [*[f"{line}  " for line in prov[:-1]], prov[-1], ""]
     if sf.overrides:
         lines += ["Overrides: " + ", ".join(f"`{p}={v}`" for p, v in sf.overrides), ""]
     if sf.description:
         lines += [sf.description.strip(), ""]
     lines += _published_section(res)
-    lines += _claims_section(res)
+    lines += claims_section(res)
     lines += _quantities_section(res)
-    lines += ["## Settings (the paper leaves these open)", ""] + settings(scn0) + [""]
+    lines += ["## Settings (the paper leaves these open)", ""] + settings(scn0) + [
+        f"| variant {v.label} | its compared flows: " + ", ".join(f"{k} {val}" for k, val in v.tcp) + " |"
+        for v in sf.variants if v.tcp] + [""]
     if scn0.assumptions:
         lines += [f"- {a}" for a in scn0.assumptions] + [""]
     if sf.sweep:

@@ -53,6 +53,7 @@ class Results:
     records: list[RunRecord] = field(default_factory=list)
     wall_seconds: float = 0.0            # of this session only
     resumed: int = 0                     # runs kept from an earlier session (`--resume`), not in wall_seconds
+    provenance: list[dict[str, Any]] = field(default_factory=list)   # what produced it, per session (provenance.py)
 
     def summary(self) -> list[dict[str, Any]]:
         """Mean, sd, min, max and n of every quantity per (point, variant), in plan order."""
@@ -72,6 +73,15 @@ class Results:
         """The repeats' values of one quantity, without the n/a (NaN) ones: statistics.stdev raises on NaN."""
         return [r.quantities[key] for r in self.records
                 if r.point == point and r.variant == variant and not math.isnan(r.quantities[key])]
+
+    def in_repeat(self, point: tuple, variant: str, key: str, repeat: int) -> float:
+        """One repeat's value of a quantity (NaN if that repeat did not run or could not measure it)."""
+        return next((r.quantities[key] for r in self.records
+                     if r.point == point and r.variant == variant and r.repeat == repeat), math.nan)
+
+    def seed_of(self, repeat: int) -> int:
+        """Repeat k runs with seed `seed + k` in every variant: repeats with one k are paired by seed."""
+        return self.seed + repeat
 
     def mean(self, point: tuple, variant: str, key: str) -> float:
         vals = self._values(point, variant, key)

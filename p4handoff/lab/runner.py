@@ -3,6 +3,7 @@
     results/<scenario>/<run-id>/
       scenario.yaml            the document as run (before --set overrides; plan.yaml lists them)
       plan.yaml                source, backend, seed, repeats, overrides, sweep: what --resume reruns
+      provenance.json          what produced it, per session: commit (+ dirty), command, versions, host
       metrics.json             every run's quantities, and mean/sd/min/max over repeats
       report.md                the paper-format comparison (p4handoff.lab.report), and where the runs ran
       plots/*.png              cwnd, sequence, queue, throughput vs ideal, sweeps (p4handoff.lab.plots)
@@ -36,7 +37,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from p4handoff.lab import compact
+from p4handoff.lab import compact, provenance
 from p4handoff.lab.backend import Backend
 from p4handoff.lab.execute import InProcess, Pool, RunFailed, RunOutput, RunTask
 from p4handoff.lab.results import Results, RunPlace, RunRecord, point_slug, slug
@@ -195,7 +196,8 @@ def plan_sweep(sf: ScenarioFile, backend: Backend, *, seed: int | None = None, r
             "repeats": repeats, "overrides": [[p, v] for p, v in sf.overrides],
             "sweep": [{"path": a.path, "label": a.label, "values": list(a.values)} for a in sf.sweep]}
     (out / PLAN).write_text(yaml.safe_dump(plan, sort_keys=False, allow_unicode=True))
-    res = Results(sf, backend.name, backend_reason, base_seed, repeats, run_id, out)
+    res = Results(sf, backend.name, backend_reason, base_seed, repeats, run_id, out,
+                  provenance=provenance.record(out, provenance.session()))
     return Sweep(res, backend, _plan_runs(sf, out, base_seed, repeats))
 
 
@@ -210,14 +212,19 @@ def read_plan(run_dir: Path) -> dict[str, Any]:
     return plan
 
 
-def resume_sweep(run_dir: Path, backend: Backend) -> Sweep:
-    """The plan of an interrupted results directory; finished runs are kept, partial ones removed."""
+def resume_sweep(run_dir: Path, backend: Backend, *, allow_mixed_commits: bool = False) -> Sweep:
+    """The plan of an interrupted results directory; finished runs are kept, partial ones removed.
+
+    provenance.MixedCommits (before anything is touched) if this code is not the code that made its runs,
+    unless `allow_mixed_commits`.
+    """
     plan = read_plan(run_dir)
+    sessions = provenance.record(run_dir, provenance.session(), allow_mixed=allow_mixed_commits)
     doc = yaml.safe_load((run_dir / "scenario.yaml").read_text())
     axes = tuple(SweepAxis(a["path"], a["label"], tuple(a["values"])) for a in plan["sweep"])
     sf = parse(doc, plan["source"], tuple((p, v) for p, v in plan["overrides"]), axes)
     res = Results(sf, backend.name, plan.get("backend_reason", ""), plan["seed"], plan["repeats"], run_dir.name,
-                  run_dir)
+                  run_dir, provenance=sessions)
     runs = _plan_runs(sf, run_dir, plan["seed"], plan["repeats"])
     for run in runs:
         if not run.finished() and run.partial.exists():
@@ -397,7 +404,7 @@ def _write_metrics(res: Results) -> None:
     sf = res.scenario_file
     body = {
         "scenario": sf.name, "source": sf.source, "title": sf.title, "paper": sf.paper,
-        "backend": res.backend, "seed": res.seed, "repeats": res.repeats,
+        "backend": res.backend, "seed": res.seed, "repeats": res.repeats, "provenance": res.provenance,
         "variants": sf.labels, "sweep": [{"path": a.path, "label": a.label, "values": list(a.values)} for a in sf.sweep],
         "runs": [{"variant": r.variant, "point": [[p, v] for p, v in r.point], "repeat": r.repeat, "seed": r.seed,
                   "dir": str(r.directory.relative_to(res.directory)), "host": r.host, "quantities": r.quantities,

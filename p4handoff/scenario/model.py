@@ -13,6 +13,9 @@ PAPERS = ("handoff-ssthresh", "dsbp", "ucc", "ipf-mred", "none")
 PAPERS_DOC = "docs/papers.md"
 AQMS = tuple(AQM_MODES)      # droptail, red, mred: the P4 program's AQM_MODE_* (p4handoff/wire.py)
 OUTAGE_RULES = ("excluded", "credited")
+#: How a claim over repeats is decided, beside its verdict on the means (docs/lab.md, "Verdicts"): it must also
+#: hold in more than half of the repeats (majority, the default), in every repeat (all), or on the means only.
+REPEAT_RULES = ("majority", "all", "means")
 FLOW_METRICS = ("throughput", "percent_of_ideal", "loss_rate", "data_losses", "delivered_bytes", "dummies_sent")
 LINK_METRICS = ("utilization", "max_avg_queue", "max_queue", "min_queue", "drops")
 #: Metrics measured in b/s and as fractions (shown in Mb/s and %; files may write '2Mbps', '5%').
@@ -267,6 +270,7 @@ class Expectation:
     at_least: float | None = None
     at_most: float | None = None
     published: float | None = None
+    repeats: str = "majority"       # one of REPEAT_RULES
 
 
 @dataclass(frozen=True)
@@ -288,6 +292,7 @@ class Variant:
     label: str
     scheme: str | None
     overrides: tuple[tuple[str, Any], ...] = ()
+    tcp: tuple[tuple[str, Any], ...] = ()      # TCP settings of its `compared` flows (a scheme-specific window)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from p4handoff.scenario.rawdoc import expand_counts
-from p4handoff.scenario.doc.document import ScenarioDoc, variant_list
+from p4handoff.scenario.doc.document import ScenarioDoc, variant_list, with_changes
 from p4handoff.scenario.doc.measure import MeasureDoc
 from p4handoff.scenario.doc.names import TOPOLOGY_SECTIONS, Declared
 from p4handoff.scenario.doc.problems import in_words
@@ -128,7 +128,10 @@ def _flows(f: dict[str, Any], tcp: TcpSpec | None, duration: float | None, varia
             continue
         if fl.start >= duration:
             errors.add(f"{p}.start", f"starts at {fl.start:g} s, after the run ends ({duration:g} s)")
-        out.append(FlowSpec(fl.name, fl.src, fl.dst, scheme, fl.start, fl.stop, fl.tcp(tcp)))
+        spec = fl.tcp(tcp)
+        if fl.scheme == COMPARED:
+            spec = with_changes(spec, dict(variant.tcp))
+        out.append(FlowSpec(fl.name, fl.src, fl.dst, scheme, fl.start, fl.stop, spec))
     return out
 
 

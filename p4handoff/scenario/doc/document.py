@@ -51,15 +51,9 @@ class TcpDoc(DocModel):
 _host = refers_to(("correspondents", "mobile_hosts", "background_hosts"), "host", "hosts")
 
 
-class FlowDoc(DocModel):
-    """One bulk TCP transfer; any tcp key here changes that flow's setting."""
+class TcpChanges(DocModel):
+    """TCP settings that replace the file's `tcp:` ones where given (a flow's own, a variant's)."""
 
-    name: Name
-    src: Name = Field(alias="from", description="the sending host")
-    dst: Name = Field(alias="to", description="the receiving host")
-    scheme: FlowScheme = Field(description="a congestion-control scheme, or 'compared': the variant's scheme")
-    start: Time = 0.0
-    stop: PositiveTime | None = Field(default=None, description="default: runs to the end")
     packet_size: PacketSize | None = None
     window: Segments | None = None
     iw: InitialWindow | None = None
@@ -68,6 +62,25 @@ class FlowDoc(DocModel):
     initial_rto: PositiveTime | None = None
     sack: Flag | None = None
     timestamps: Flag | None = None
+
+    def given(self) -> dict[str, Any]:
+        return {key: getattr(self, key) for key in TCP_KEYS if getattr(self, key) is not None}
+
+
+def with_changes(base: TcpSpec, changes: dict[str, Any]) -> TcpSpec:
+    """`base` with some of its settings replaced."""
+    return TcpSpec(**{**{key: getattr(base, key) for key in TCP_KEYS}, **changes}) if changes else base
+
+
+class FlowDoc(TcpChanges):
+    """One bulk TCP transfer; any tcp key here changes that flow's setting."""
+
+    name: Name
+    src: Name = Field(alias="from", description="the sending host")
+    dst: Name = Field(alias="to", description="the receiving host")
+    scheme: FlowScheme = Field(description="a congestion-control scheme, or 'compared': the variant's scheme")
+    start: Time = 0.0
+    stop: PositiveTime | None = Field(default=None, description="default: runs to the end")
 
     @field_validator("src", "dst")
     @classmethod
@@ -87,8 +100,7 @@ class FlowDoc(DocModel):
 
     def tcp(self, base: TcpSpec) -> TcpSpec:
         """The flow's TCP settings: `base` with the flow's own."""
-        own = {key: getattr(self, key) for key in TCP_KEYS if getattr(self, key) is not None}
-        return TcpSpec(**{**{key: getattr(base, key) for key in TCP_KEYS}, **own}) if own else base
+        return with_changes(base, self.given())
 
 
 def _path_syntax(sets: dict[str, Any]) -> list[Problem]:
@@ -106,6 +118,9 @@ class VariantDoc(DocModel):
 
     label: Text
     scheme: Scheme | None = None
+    tcp: TcpChanges | None = Field(default=None, description="TCP settings of this variant's `compared` flows "
+                                   "(over the file's tcp: and the flow's own), e.g. {window: 20}: a scheme-specific "
+                                   "receiver window")
     set: dict[str, Any] = Field(default_factory=dict, description="field path -> value, e.g. "
                                                                   "{topology.cells.new.queue.aqm: mred}")
 
@@ -222,5 +237,6 @@ def variant_list(schemes: tuple[str, ...] | None, labels: dict[str, str],
                  variants: tuple[VariantDoc, ...] | None) -> list[Variant]:
     """The comparison's columns: the schemes (named by `labels`), or the variants; else one, `default`."""
     out = ([Variant(labels.get(s, s), s) for s in schemes] if schemes is not None
-           else [Variant(v.label, v.scheme, tuple(v.set.items())) for v in variants or ()])
+           else [Variant(v.label, v.scheme, tuple(v.set.items()), tuple(v.tcp.given().items()) if v.tcp else ())
+                 for v in variants or ()])
     return out or [Variant("default", None)]

@@ -18,8 +18,9 @@ from p4handoff.docmodel import DocModel, Problem, fail, validate_all
 from p4handoff.scenario.doc.measure import QuantityFields, TableRow, known_window, metric_value, quantity
 from p4handoff.scenario.doc.names import Declared, declared
 from p4handoff.scenario.doc.problems import reraise, tag
-from p4handoff.scenario.doc.values import Fraction, Number, Rate, Text
-from p4handoff.scenario.model import FRACTION_METRICS, METRICS, RATE_METRICS, Expectation, Published, Quantity
+from p4handoff.scenario.doc.values import Fraction, Number, Rate, Text, one_of
+from p4handoff.scenario.model import (FRACTION_METRICS, METRICS, RATE_METRICS, REPEAT_RULES, Expectation, Published,
+                                      Quantity)
 
 QUANTITY_LOCS = (("metric",), ("flow",), ("link",), ("window",))
 
@@ -100,6 +101,10 @@ class _Claim(QuantityFields):
     at_least: float | str | None = None
     at_most: float | str | None = None
     published: Number | None = Field(default=None, description="the paper's own value of the compared quantity")
+    repeats: Annotated[str, one_of(REPEAT_RULES)] = Field(
+        default="majority", description="besides holding on the means over repeats, the claim must hold in more "
+        "than half of the repeats (majority), in every repeat (all), or nowhere else (means); variants compared "
+        "are paired by seed")
 
     check_window = field_validator("window")(known_window)
 
@@ -148,7 +153,7 @@ class _Claim(QuantityFields):
         """The claim as the report checks it; `window` if the claim names none."""
         assert not isinstance(self.at_least, str) and not isinstance(self.at_most, str)   # converted when read
         return Expectation(self.kind, self.quantity(self.window or window), self.variants(), self.claim,
-                           self.at_least, self.at_most, self.published)
+                           self.at_least, self.at_most, self.published, self.repeats)
 
 
 class OrderClaim(_Claim):
