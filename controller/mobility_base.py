@@ -16,7 +16,7 @@ from p4handoff.controller.intents import Effect, Notify, RouteAction, SetRoute
 from p4handoff.controller.mh_state import MhState, MobilityError, Phase
 from p4handoff.controller.network import Network
 from p4handoff.controller.spool import Spool
-from p4handoff.notify import Event, Notification
+from p4handoff.notify import Event, Forwarding, Notification
 
 LogFn = Callable[[str, dict[str, Any]], None]
 
@@ -104,8 +104,9 @@ class MobilityBase:
         fx.append(SetRoute(switch, addr, action))
 
     def _notify(self, st: MhState, event: Event, path_addr: str, old_cell: int, new_cell: int,
-                mh_at: tuple[str | None, int | None] | None) -> list[Effect]:
-        note = Notification(event, next(self._seq) & 0xFFFFFFFF, st.host.address, path_addr, old_cell, new_cell)
+                mh_at: tuple[str | None, int | None] | None, forwarding: Forwarding | None = None) -> list[Effect]:
+        note = Notification(event, next(self._seq) & 0xFFFFFFFF, st.host.address, path_addr, old_cell, new_cell,
+                            forwarding=forwarding)
         fx: list[Effect] = []
         for name in st.host.correspondents:
             h = self.net.fixed(name)

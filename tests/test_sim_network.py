@@ -9,7 +9,7 @@ import pytest
 
 from p4handoff.hosts.segment import ACK, Segment
 from p4handoff.hosts.sim import MRED, Network, Queue, QueueSampler, TraceWriter, ideal_bps, wire_size
-from p4handoff.notify import Event, Notification
+from p4handoff.notify import Event, Forwarding, Notification
 from p4handoff.wire import DSCP_LE
 
 PAYLOAD = 960          # + 40 header bytes = 1000 bytes on the wire
@@ -277,6 +277,38 @@ def test_ipf_forwards_buffered_packets_in_order_marked_priority() -> None:
     assert via_old == sorted(via_old) and len(via_old) == 324
     assert bs1.forwarded >= 75
     assert down.drops == {}
+
+
+def test_ipf_base_station_tells_the_senders_what_it_forwards() -> None:
+    """Issue 20: the HANDOFF of an IPF base station carries the forwarding signal (what it holds,
+    when its flush ends); a station with `signal=False` sends revision-1 notifications."""
+    notes = {}
+    for signal in (True, False):
+        net = Network(seed=0)
+        ch, gw = net.host("ch", "10.0.0.1"), net.router("gw")
+        bs1 = net.base_station("bs1", ipf=True, ipf_limit=400, forward_delay=0.02, signal=signal)
+        bs2 = net.base_station("bs2", ipf=True, ipf_limit=400)
+        net.link(ch, gw, 100e6, 0.001)
+        net.link(gw, bs1, 10e6, 0.004, queue=Queue(100))
+        net.link(gw, bs2, 10e6, 0.004, queue=Queue(100))
+        net.link(bs1, bs2, 10e6, 0.001)
+        wlan = net.cell("wlan", bs1, 20e6, 0.001, queue=Queue(100))
+        g3 = net.cell("g3", bs2, 20e6, 0.001, queue=Queue(100))
+        mh = net.mobile_host("mh", "10.0.9.1", {"wlan": "10.0.1.9", "g3": "10.0.2.9"})
+        net.start_in(mh, "wlan", wlan)
+        net.vertical_handoff(mh, "wlan", "g3", g3, at=1.0, outage=0.3)
+        src = Source("10.0.0.1", "10.0.9.1", 500, gap=0.004)
+        net.flow("f", ch, src, mh, Sink("10.0.9.1"), 4000, 5000)
+        net.run(2.5)
+        notes[signal] = [n for _, n in src.notes]
+        forwarded = bs1.forwarded
+    detach, handoff = notes[True]
+    assert detach.forwarding is None
+    fwd = handoff.forwarding
+    assert isinstance(fwd, Forwarding) and fwd.flush_end_us == 20_000    # forward_delay after the handoff
+    assert 70 <= fwd.buffered <= 80                      # 0.3 s of 4 ms arrivals, held at the notification
+    assert fwd.buffered <= forwarded <= fwd.buffered + 5  # + what arrived before the flush 20 ms later
+    assert [n.forwarding for n in notes[False]] == [None, None]
 
 
 def test_bad_topology_and_timeline_are_refused_clearly() -> None:

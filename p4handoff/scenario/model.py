@@ -81,6 +81,7 @@ class BaseStationSpec:
     ipf: bool = False
     ipf_limit: int = 64
     forward_delay: float = 0.0
+    signal_forwarding: bool = True
 
 
 @dataclass(frozen=True)

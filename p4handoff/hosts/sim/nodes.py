@@ -65,11 +65,12 @@ class BaseStation(Router):
     arriving until the forward are kept (up to `ipf_limit`); `forward_delay`
     after the handoff they are sent, in order and marked priority, along the
     BS's route for that address (now toward the new BS), and so is every
-    later arrival for it until the MH comes back.
+    later arrival for it until the MH comes back. `forwarding(home)` is what
+    the HANDOFF notification then tells the senders (docs/wire-contract.md).
     """
 
     def __init__(self, sim: "Simulator", name: str, ipf: bool = False, ipf_limit: int = 64,
-                 forward_delay: float = 0.0) -> None:
+                 forward_delay: float = 0.0, signal: bool = True) -> None:
         super().__init__(sim, name)
         if ipf_limit < 1:
             raise ValueError(f"base station {name}: ipf_limit must be at least 1, got {ipf_limit}")
@@ -78,10 +79,12 @@ class BaseStation(Router):
         self.ipf = ipf
         self.ipf_limit = ipf_limit
         self.forward_delay = forward_delay
+        self.signal = signal  # announce the forwarding in HANDOFF (False: a revision-1 network)
         self.cells: list[Cell] = []
         self._buffers: dict[str, list[Packet]] = {}
         self._air_slot: dict[str, int] = {}
         self._forwarding: set[str] = set()
+        self._flush_at: dict[str, float] = {}
         self.forwarded = 0
 
     def receive(self, pkt: Packet, link: Link | None) -> None:
@@ -133,11 +136,20 @@ class BaseStation(Router):
         if here:
             self._forwarding.discard(home)
         if home in self._buffers:
+            self._flush_at[home] = self.sim.now + self.forward_delay
             self.sim.after(self.forward_delay, self._flush, home)
+
+    def forwarding(self, home: str) -> tuple[int, float] | None:
+        """(packets held for `home`, time of their flush) while a flush is pending and holds
+        any, else None (also without `signal`): what the HANDOFF notification announces."""
+        buf = self._buffers.get(home)
+        at = self._flush_at.get(home)
+        return (len(buf), at) if self.signal and buf and at is not None else None
 
     def _flush(self, home: str) -> None:
         buf = self._buffers.pop(home, None)
         self._air_slot.pop(home, None)
+        self._flush_at.pop(home, None)
         if buf is None:
             return
         out = self.routes.get(home)
