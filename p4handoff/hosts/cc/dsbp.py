@@ -27,7 +27,10 @@ RTT on the new path equals the rate at which dummy ACKs came back (at most
 rwnd / RTT, the probing rate). A loss of a segment sent before the handoff
 (on the old path) keeps ssthresh at N instead of halving: it says nothing
 about the new path. PROBE_DOWN stops probing and changes nothing; a HANDOFF
-without probing changes nothing either.
+without probing changes nothing either. DSBP never resends the flight at a
+handoff, so the forwarding signal (IPF) changes one thing: the retransmission
+timer is re-armed to one RTO after the flush's end (`hold_flight`), so a long
+flush does not time out the forwarded flight.
 """
 from __future__ import annotations
 
@@ -75,7 +78,10 @@ class Dsbp(CongestionControl):
         elif note.event is Event.PROBE_DOWN:
             if note.path_addr == self.probe_addr:
                 self._stop()
-        elif note.event is Event.HANDOFF and self.probe_addr is not None:
+        elif note.event is Event.HANDOFF and note.forwarding is not None:
+            # never restarts go-back-N anyway; only the timer must stay off the forwarded flight
+            ctl.hold_flight(now, now + note.forwarding.flush_end_us / 1e6)
+        if note.event is Event.HANDOFF and self.probe_addr is not None:
             window = self._probe_rtt()
             count = sum(1 for t in self._dummy_acks if t > now - window)
             self.handoff_counts.append(count)

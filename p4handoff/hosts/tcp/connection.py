@@ -409,6 +409,19 @@ class TcpConnection:
         self._timeout(now, forced=True)
         return True
 
+    def hold_flight(self, now: float, until: float) -> bool:
+        """The network forwards the flight (HANDOFF with forwarding): nothing is resent. The timer,
+        its backoff reset, is re-armed to expire one RTO after `until` (the flush's end), so it
+        stays off the forwarded flight but still recovers what was really lost. False if nothing
+        is outstanding."""
+        if self.state not in _CAN_SEND or self.snd_max <= self.snd_una or self._frozen:
+            return False
+        self._rto.reset_backoff()
+        self._retries = 0
+        self._rto_deadline = max(now, until) + self._rto.rto
+        self.trace("flight_forwarded", now, f"flight={self.snd_max - self.snd_una} until={until:.6f}")
+        return True
+
     def freeze(self, now: float) -> None:
         """Freeze-TCP: stop the retransmission timer and sending, keep cwnd; probe the window."""
         if self._frozen:
