@@ -155,6 +155,7 @@ def run(scn: Scenario, seed: int, out_dir: Path | None,
         fd.ack_times, fd.ack_bytes = list(st.ack_times), list(st.ack_bytes)
         fd.drop_times, fd.drops = list(st.data_drop_times), dict(st.data_drops)
         fd.dummies_sent, fd.dummy_acks = st.dummies_sent, st.dummy_acks_received
+        fd.forwarded_resent_times = st.forwarded_resent_times()
     if sampler is not None:
         back = {sim_link_name(scn, n): n for n in scn.measure.queue_links}
         data.queue_rows = [(t, back[link], q, d, dm, avg) for t, link, q, d, dm, avg in sampler.rows]

@@ -13,7 +13,8 @@ PAPERS = ("handoff-ssthresh", "dsbp", "ucc", "ipf-mred", "none")
 PAPERS_DOC = "docs/papers.md"
 AQMS = tuple(AQM_MODES)      # droptail, red, mred: the P4 program's AQM_MODE_* (p4handoff/wire.py)
 OUTAGE_RULES = ("excluded", "credited")
-FLOW_METRICS = ("throughput", "percent_of_ideal", "loss_rate", "data_losses", "delivered_bytes", "dummies_sent")
+FLOW_METRICS = ("throughput", "percent_of_ideal", "loss_rate", "data_losses", "delivered_bytes", "dummies_sent",
+                "forwarded_resent")
 LINK_METRICS = ("utilization", "max_avg_queue", "max_queue", "min_queue", "drops")
 #: Metrics measured in b/s and as fractions (shown in Mb/s and %; files may write '2Mbps', '5%').
 RATE_METRICS = ("throughput", "total_throughput", "ideal")

@@ -107,7 +107,9 @@ class Network:
 
     def base_station(self, name: str, ipf: bool = False, ipf_limit: int = 64,
                      forward_delay: float = 0.0, signal: bool = True) -> BaseStation:
-        return self._add(BaseStation(self.sim, name, ipf, ipf_limit, forward_delay, signal))
+        bs = self._add(BaseStation(self.sim, name, ipf, ipf_limit, forward_delay, signal))
+        bs.on_forward = self._account_forward
+        return bs
 
     def host(self, name: str, addr: str) -> Host:
         self._check_addr(addr)
@@ -378,6 +380,12 @@ class Network:
         self.sim.at(0.0, receiver.service, rslot)
         self.sim.at(start, sender.service, sslot)
         return f
+
+    def _account_forward(self, pkt: "Packet") -> None:
+        seg = pkt.seg
+        f = self._flows_by_ports.get((seg.sport, seg.dport))
+        if f is not None:
+            f.stats.on_forwarded(seg)
 
     def _account_drop(self, pkt: "Packet", cause: str) -> None:
         seg = pkt.seg

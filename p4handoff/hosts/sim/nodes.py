@@ -86,6 +86,7 @@ class BaseStation(Router):
         self._forwarding: set[str] = set()
         self._flush_at: dict[str, float] = {}
         self.forwarded = 0
+        self.on_forward: Callable[[Packet], None] | None = None  # each packet it forwards, as it does
 
     def receive(self, pkt: Packet, link: Link | None) -> None:
         if self.ipf:
@@ -94,8 +95,7 @@ class BaseStation(Router):
                 self._keep(pkt, buf, len(buf))
                 return
             if pkt.dst in self._forwarding and pkt.klass == DATA:
-                pkt.klass = PRIORITY
-                self.forwarded += 1
+                self._forward(pkt)
         out = self.routes.get(pkt.dst)
         if out is None:
             self.drop(pkt, "no_route")
@@ -161,9 +161,14 @@ class BaseStation(Router):
                 self.drop(pkt, "no_route")
                 continue
             if away and pkt.klass == DATA:
-                pkt.klass = PRIORITY
-                self.forwarded += 1
+                self._forward(pkt)
             out.send(pkt)
+
+    def _forward(self, pkt: Packet) -> None:
+        pkt.klass = PRIORITY
+        self.forwarded += 1
+        if self.on_forward is not None:
+            self.on_forward(pkt)
 
 
 class Cell:
