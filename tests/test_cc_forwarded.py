@@ -158,3 +158,24 @@ def test_schemes_that_never_restart_only_keep_the_timer_off_the_flight(scheme: s
         assert conn.next_wakeup() == pytest.approx(T0 + 0.4 + conn.rto)
     else:
         assert conn.next_wakeup() == due                  # NewReno and Reno ignore notifications
+
+
+def test_pacing_spreads_new_data_and_never_holds_a_retransmission() -> None:
+    """The core's `pace`: DSBP's window after a handoff leaves one segment per interval."""
+    conn, peer, sent, _ = _sender("newreno")
+    conn.pace(T0, 0.01, T0 + 0.1)
+    out = peer.ack_data(8 * MSS, T0)                   # six segments' worth of window opens at once
+    assert len(_offsets(out, peer)) == 1               # one now ...
+    times = [T0]
+    while conn.next_wakeup() is not None and conn.next_wakeup() < T0 + 0.06:
+        t = conn.next_wakeup()
+        assert t is not None
+        if _offsets(conn.poll(t), peer):
+            times.append(t)
+    assert times == pytest.approx([T0 + 0.01 * i for i in range(len(times))]) and len(times) >= 5
+    for _ in range(3):                                 # three duplicate ACKs: resent at once
+        out = peer.ack_data(8 * MSS, T0 + 0.061)
+    assert 8 in _offsets(out, peer)
+    t = T0 + 0.2                                       # pacing over: the window leaves at once again
+    out = peer.ack_data(20 * MSS, t)
+    assert len(_offsets(out, peer)) > 1
