@@ -313,6 +313,30 @@ def test_ipf_base_station_tells_the_senders_what_it_forwards() -> None:
     assert [n.forwarding for n in notes[False]] == [None, None]
 
 
+def test_ipf_forwards_what_fails_on_the_air_after_a_break_free_flush() -> None:
+    """Detach and handoff at one instant (an overlap's single binding) over a 28 ms old cell: the
+    flush goes at once, and packets still on the air then are forwarded after it, not lost."""
+    net = Network(seed=0)
+    ch, gw = net.host("ch", "10.0.0.1"), net.router("gw")
+    bs1, bs2 = net.base_station("bs1", ipf=True), net.base_station("bs2")
+    net.link(ch, gw, 100e6, 0.001)
+    net.link(gw, bs1, 100e6, 0.001)
+    net.link(gw, bs2, 100e6, 0.001)
+    old = net.cell("old", bs1, 6e6, 0.028, queue=Queue(50))
+    new = net.cell("new", bs2, 11e6, 0.028, queue=Queue(50))
+    mh = net.mobile_host("mh", "10.0.9.1", {"old": "10.0.1.9", "new": "10.0.2.9"})
+    net.start_in(mh, "old", old)
+    net.attach(mh, "new", new, at=0.5)
+    net.detach(mh, "old", at=1.0, notify=False)
+    net.handoff(mh, "new", at=1.0)
+    src = Source("10.0.0.1", "10.0.9.1", 1000, gap=0.0015)   # ~5.5 Mb/s: ~19 packets on the 28 ms air
+    sink = Sink("10.0.9.1")
+    f = net.flow("f", ch, src, mh, sink, 4000, 5000)
+    net.run(2.5)
+    assert f.stats.data_losses == 0 and len(sink.rows) == 1000
+    assert bs1.forwarded >= 15
+
+
 @pytest.mark.parametrize("signal", [True, False])
 def test_bwaware_over_ipf_resends_forwarded_segments_only_without_the_signal(signal: bool) -> None:
     """Issue 20 end to end: real TCP (Bandwidth-Aware) through an IPF handoff between two 20 Mb/s

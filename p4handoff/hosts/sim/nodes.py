@@ -120,10 +120,14 @@ class BaseStation(Router):
         self._air_slot[home] = 0
 
     def rescue(self, pkt: Packet) -> bool:
-        """A packet for a departed MH failed on the air: keep it if IPF is buffering."""
+        """A packet for a departed MH failed on the air: keep it if IPF is buffering; after the
+        flush (the air outlasted a break-free handoff), forward it as a later arrival."""
         buf = self._buffers.get(pkt.dst)
         if buf is None:
-            return False
+            if pkt.dst not in self._forwarding:
+                return False
+            self.receive(pkt, None)
+            return True
         slot = self._air_slot[pkt.dst]
         if self._keep(pkt, buf, slot):
             self._air_slot[pkt.dst] = slot + 1
