@@ -179,3 +179,24 @@ def test_pacing_spreads_new_data_and_never_holds_a_retransmission() -> None:
     t = T0 + 0.2                                       # pacing over: the window leaves at once again
     out = peer.ack_data(20 * MSS, t)
     assert len(_offsets(out, peer)) > 1
+
+
+@pytest.mark.parametrize("scheme", ["immediate", "bwaware", "dsbp"])
+def test_partial_acks_inside_the_forwarded_flight_resend_nothing(scheme: str) -> None:
+    """The forwarded flight arrives reordered at its head (three later segments first: fast
+    retransmit of segment 2), then in order, one segment per ACK. NewReno's rule would resend the
+    next segment at every partial ACK - each one on its way in the flush; inside the forwarded
+    flight a partial ACK ends recovery instead, so only the fast retransmit is a second copy."""
+    conn, peer, sent, _ = _sender(scheme)
+    conn.notify(_forwarded(peer), T0)
+    t = T0 + 0.05
+    for _ in range(3):
+        sent += peer.ack_data(2 * MSS, t)
+        t += 0.002
+    for k in range(3, 3 + FLIGHT):                     # then 2, 3, 4, ... one ACK each
+        sent += peer.ack_data(k * MSS, t)
+        t += 0.002
+    for k in range(3 + FLIGHT, 40):
+        sent += peer.ack_data(k * MSS, t)
+        t += 0.002
+    assert _copies(sent, peer) == [2]

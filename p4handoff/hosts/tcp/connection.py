@@ -152,6 +152,7 @@ class TcpConnection:
         self._persist_backoff = 0
         self._last_data_seg: Segment | None = None
         self._pace: tuple[float, float] | None = None  # (interval, until): new data paced after a handoff
+        self._forwarded_end: int | None = None  # SND.MAX when the network took over the flight (hold_flight)
         self._pace_next = 0.0                 # earliest time of the next paced segment
         self._pace_wait: float | None = None  # output held back by pacing until then
         self.bytes_sent = 0  # payload bytes transmitted, retransmissions included
@@ -416,12 +417,15 @@ class TcpConnection:
         """The network forwards the flight (HANDOFF with forwarding): nothing is resent. The timer,
         its backoff reset, is re-armed to expire one RTO after `until` (the flush's end), so it
         stays off the forwarded flight but still recovers what was really lost. False if nothing
-        is outstanding."""
+        is outstanding. Until that flight is acknowledged, a partial ACK ends fast recovery
+        (Reno's rule) instead of resending the next segment: the network delivers the flight in
+        order, so the segment after a partial ACK is on its way, not lost."""
         if self.state not in _CAN_SEND or self.snd_max <= self.snd_una or self._frozen:
             return False
         self._rto.reset_backoff()
         self._retries = 0
         self._rto_deadline = max(now, until) + self._rto.rto
+        self._forwarded_end = self.snd_max
         self.trace("flight_forwarded", now, f"flight={self.snd_max - self.snd_una} until={until:.6f}")
         return True
 
@@ -678,8 +682,11 @@ class TcpConnection:
         self._trim_send_buffer()
         in_recovery = self._in_recovery
         restart_timer = True
+        forwarded = self._forwarded_end is not None and ack < self._forwarded_end
+        if not forwarded:
+            self._forwarded_end = None
         if in_recovery:
-            if ack >= self._recover or not self.cc.partial_acks:
+            if ack >= self._recover or not self.cc.partial_acks or forwarded:
                 self._in_recovery = False
                 self.dupacks = 0
                 self.cc.on_recovery_exit(now)
