@@ -248,19 +248,3 @@ def test_after_a_recovery_at_the_handoff_returning_dummy_acks_open_cwnd() -> Non
     for k in range(3):
         _dummy_ack(cc, 1.04 + k * 0.001)
     assert ctl.cwnd == 15 * MSS          # paced by the probes, not slow start's doubling
-
-
-def test_with_a_forwarded_flight_a_loss_is_the_new_paths() -> None:
-    """Issue 20: the old BS forwards the flight through the new cell, so the old-path rule is off."""
-    from p4handoff.notify import Forwarding
-    for fwd, kept in ((None, True), (Forwarding(64, 0), False)):
-        ctl = _Ctl(False)
-        ctl.hold_flight = lambda now, until: True  # type: ignore[attr-defined]
-        cc = Dsbp()
-        cc.attach(ctl)  # type: ignore[arg-type]
-        cc.on_notify(Notification(Event.PROBE_UP, 1, MH, MH2), 0.0)
-        for k in range(30):
-            _dummy_ack(cc, 1.0 + k * 0.001)
-        cc.on_notify(Notification(Event.HANDOFF, 2, MH, MH2, forwarding=fwd), 1.03)
-        cc.on_loss(1.2)                                # SND.UNA still below SND.MAX at the handoff
-        assert ctl.ssthresh == (30 * MSS if kept else 45 * MSS), fwd   # flight 90 / 2

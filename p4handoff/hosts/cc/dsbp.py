@@ -28,13 +28,9 @@ rwnd / RTT, the probing rate). A loss of a segment sent before the handoff
 (on the old path) keeps ssthresh at N instead of halving: it says nothing
 about the new path. PROBE_DOWN stops probing and changes nothing; a HANDOFF
 without probing changes nothing either. DSBP never resends the flight at a
-handoff, so the forwarding signal (IPF) changes two things: the
-retransmission timer is re-armed to one RTO after the flush's end
-(`hold_flight`, which also keeps partial ACKs inside the forwarded flight
-from resending it), and the old-path rule is off: a forwarded flight
-crosses the new cell, so a loss in it is the new path's and halves ssthresh
-as usual (keeping the probed window there overflowed a 10-packet new cell
-again and again in traces/dsbp-over-ipf.yaml).
+handoff, so the forwarding signal (IPF) changes one thing: the retransmission
+timer is re-armed to one RTO after the flush's end (`hold_flight`), so a long
+flush does not time out the forwarded flight.
 Pacing (issue 20): with 10-packet cell buffers the window taken at the
 handoff arrived as a burst that overflowed the new cell (docs/lab.md). So
 for one probe-path RTT after the handoff new data leaves at most one
@@ -101,8 +97,7 @@ class Dsbp(CongestionControl):
             count = sum(1 for t in self._dummy_acks if t > now - window)
             self.handoff_counts.append(count)
             target = ctl.ssthresh = self._probed = max(2, count) * ctl.mss
-            # a forwarded flight crosses the new cell: its losses are the new path's, halve as usual
-            self._old_path_end = ctl.snd_max if note.forwarding is None else None
+            self._old_path_end = ctl.snd_max
             if ctl.in_recovery or target > ctl.cwnd:
                 # a richer cell (or recovery, whose exit sets cwnd): one more data segment per
                 # dummy ACK still coming back, instead of a burst or slow start into its buffer
