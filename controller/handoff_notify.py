@@ -11,7 +11,7 @@ from p4handoff.controller.eventlog import LogFn
 from p4handoff.controller.intents import Effect, Notify
 from p4handoff.controller.mh_state import MhState
 from p4handoff.controller.network import Network
-from p4handoff.notify import Event, Notification
+from p4handoff.notify import Event, Forwarding, Notification
 
 
 class Notifier:
@@ -23,9 +23,11 @@ class Notifier:
         self._seq = itertools.count(1)
 
     def notify(self, st: MhState, event: Event, path_addr: str, old_cell: int, new_cell: int,
-               mh_at: tuple[str | None, int | None] | None) -> list[Effect]:
-        """One notification to each correspondent, and to the MH at `mh_at` (switch, port) if given."""
-        note = Notification(event, next(self._seq) & 0xFFFFFFFF, st.host.address, path_addr, old_cell, new_cell)
+               mh_at: tuple[str | None, int | None] | None, forwarding: Forwarding | None = None) -> list[Effect]:
+        """One notification to each correspondent, and to the MH at `mh_at` (switch, port) if given; `forwarding`:
+        the network forwarded the MH's in-flight packets (HANDOFF after an IPF flush, issue 20)."""
+        note = Notification(event, next(self._seq) & 0xFFFFFFFF, st.host.address, path_addr, old_cell, new_cell,
+                            forwarding=forwarding)
         fx: list[Effect] = []
         for name in st.host.correspondents:
             h = self.net.fixed(name)

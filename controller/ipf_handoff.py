@@ -26,7 +26,7 @@ from p4handoff.controller.intents import Completed, Deliver, Effect, Forward, Pu
 from p4handoff.controller.mh_state import MhState, Phase
 from p4handoff.controller.mobility_state import MobilityState
 from p4handoff.controller.packets import marker_packet
-from p4handoff.notify import Event
+from p4handoff.notify import Event, Forwarding
 
 MAX_DRAIN_ROUNDS = 2     # the first overlaps the gateway marker; a second covers what was released meanwhile
 
@@ -102,7 +102,7 @@ class IpfHandoff:
         st.phase, st.bs, st.port, st.mac = Phase.HANDING_OFF, bs, port, mac
         st.started = now if received is None else min(received, now)
         st.flush_deadline = now + self.state.flush_s
-        st.drain_marker, st.drain_rounds, st.since_drain = None, 0, 0
+        st.drain_marker, st.drain_rounds, st.since_drain, st.flushed = None, 0, 0, 0
         self.state.timers.schedule(st.host.name, st.flush_deadline)
         # one release path per handoff keeps the FIFO order; never tunnel into a BS that diverts
         st.release_tunnel = (st.anchor is not None and st.anchor != bs and bs not in st.diverts
@@ -143,6 +143,7 @@ class IpfHandoff:
         while (pkt := self.state.pool.pop_main(name)) is not None:
             fx.append(Release(name, pkt, src, bs, port, mac, st.release_tunnel))
         st.since_drain += len(fx)
+        st.flushed += len(fx)
         if fx and log:
             self.log("flush", {"mh": name, "packets": len(fx), "from": src, "to": bs,
                                "path": "tunnel" if st.release_tunnel else "direct"})
@@ -211,7 +212,10 @@ class IpfHandoff:
         st.gw_marker, st.path_markers, st.drain_marker, st.since_drain = None, {}, None, 0
         st.handoffs += 1
         if not recovered:
-            fx += self.notifier.notify(st, Event.HANDOFF, home, old_cell, self.state.cell(new), mh_at=(new, st.port))
+            # the flush has passed the new BS's ingress (drain marker back): forwarded, flush over
+            fwd = Forwarding(min(st.flushed, 0xFFFF), 0) if st.flushed else None
+            fx += self.notifier.notify(st, Event.HANDOFF, home, old_cell, self.state.cell(new), mh_at=(new, st.port),
+                                       forwarding=fwd)
             if st.started is not None:
                 fx.append(Completed(name, st.started))
         # the old BSs last: the gateway's marker came back, so nothing it sent is still on its way

@@ -52,6 +52,7 @@ class MhState:
     drain_marker: tuple[int, float] | None = None       # behind the releases of this handoff
     drain_rounds: int = 0            # drain markers sent in this handoff (at most MAX_DRAIN_ROUNDS)
     since_drain: int = 0             # packets released since the last drain marker was sent
+    flushed: int = 0                 # packets released in this handoff: the HANDOFF's forwarding signal
     holds: dict[str, float] = field(default_factory=dict)   # old BS -> time its tunnel is removed
     started: float | None = None     # registration time of the running handoff
     flush_deadline: float | None = None

@@ -5,6 +5,7 @@ import random
 
 import pytest
 
+from p4handoff.hosts.cc import make_scheme
 from p4handoff.hosts.cc.dsbp import Dsbp
 from p4handoff.hosts.segment import ACK, SYN, Segment
 from p4handoff.hosts.tcp import State, TcpConfig, TcpConnection, TraceRecord
@@ -156,9 +157,13 @@ class _Ctl:
         self.cwnd, self.ssthresh, self.srtt, self.ts_hz = 90 * MSS, 45 * MSS, 0.06, 1000
         self.last_data_segment = None
         self.snd_una, self.snd_max, self.flight_size = 0, 90 * MSS, 90 * MSS
+        self.paced: list[tuple[float, float, float]] = []
 
     def trace(self, event: str, now: float, detail: str = "") -> None:
         pass
+
+    def pace(self, now: float, interval: float, until: float) -> None:
+        self.paced.append((now, interval, until))
 
 
 @pytest.mark.parametrize("in_recovery", [False, True])
@@ -171,6 +176,22 @@ def test_handoff_in_fast_recovery_sets_only_ssthresh(in_recovery: bool) -> None:
     cc.on_notify(Notification(Event.HANDOFF, 2, MH, MH2), 1.03)
     assert ctl.ssthresh == 30 * MSS
     assert ctl.cwnd == (90 * MSS if in_recovery else 30 * MSS)
+    # the 30-segment window over one RTT (SRTT 60 ms: no dummy carried a timestamp): 2 ms apart;
+    # in recovery from its exit, which takes the window
+    paced_at_handoff = [] if in_recovery else [(1.03, pytest.approx(0.002), pytest.approx(1.09))]
+    assert ctl.paced == paced_at_handoff
+    cc.on_recovery_exit(1.2)
+    assert ctl.paced == paced_at_handoff + ([(1.2, pytest.approx(0.002), pytest.approx(1.26))] if in_recovery else [])
+
+
+def test_unpaced_dsbp_takes_the_same_window_without_pacing() -> None:
+    cc, ctl = make_scheme("dsbp-unpaced"), _Ctl(False)
+    cc.attach(ctl)  # type: ignore[arg-type]
+    cc.on_notify(Notification(Event.PROBE_UP, 1, MH, MH2), 0.0)
+    for k in range(30):
+        cc.on_dummy_ack(Segment(MH2, CH, 5001, 40000, 0, 0, ACK, 0, dummy=True, dscp=DSCP_LE), 1.0 + k * 0.001)
+    cc.on_notify(Notification(Event.HANDOFF, 2, MH, MH2), 1.03)
+    assert (ctl.ssthresh, ctl.cwnd, ctl.paced) == (30 * MSS, 30 * MSS, [])
 
 
 def _dummy_ack(cc: Dsbp, t: float) -> None:

@@ -549,3 +549,35 @@ def test_drain_markers_never_cross_the_new_cells_access_queue(raw_fn, to, releas
         assert (isinstance(e, Release) and e.tunnel) or (isinstance(e, SendToward) and e.peer == "gw"), e
     assert any(isinstance(e, Release) and parse_ipv4(e.packet).dst == "10.0.1.1" for e in f.effects)
     assert "marker_timeout" not in events(logs) and mob.mhs["mh1"].phase is Phase.ATTACHED
+
+
+def test_handoff_notification_says_the_flight_was_forwarded_and_how_much():
+    """Issue 20: the HANDOFF after a flush carries the forwarding signal (revision 2): the packets
+    released for this handoff, the flush already over (the drain marker came back first)."""
+    f, mob, logs = make()
+    f.register("mh1", "bs1")
+    f.run(0.01)
+    stream(f, "mh1", 0.01, 40, 0.001)
+    f.run(0.02)
+    f.leave("mh1")
+    f.run(0.06)
+    buffered = len(mob.pool["mh1"])
+    assert buffered > 0
+    f.register("mh1", "bs2")
+    f.run(1.0)
+    [detach, handoff] = [n for h, n in f.notes if h == "ch"]
+    assert detach.event is Event.DETACH and detach.forwarding is None
+    assert handoff.event is Event.HANDOFF
+    assert handoff.forwarding is not None
+    assert handoff.forwarding.buffered == mob.pool["mh1"].stats.released >= buffered
+    assert handoff.forwarding.flush_end_us == 0
+
+
+def test_make_before_break_with_nothing_buffered_sends_no_forwarding_signal():
+    f, mob, logs = make()
+    f.register("mh1", "bs1")
+    f.run(0.01)
+    f.register("mh1", "bs2")                       # nothing in flight: nothing forwarded
+    f.run(0.5)
+    [handoff] = [n for h, n in f.notes if h == "ch"]
+    assert handoff.event is Event.HANDOFF and handoff.forwarding is None

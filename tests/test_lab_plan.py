@@ -74,3 +74,13 @@ def test_unsupported_topologies_are_refused_with_reasons() -> None:
     sf = parse(doc)
     with pytest.raises(LabError, match="must hang off the gateway"):
         plan(sf.resolve(sf.variants[0]))
+
+
+def test_a_revision_1_network_is_the_simulators_only() -> None:
+    """The lab's controller always announces its flush: a column that needs it silent is refused, not run wrong."""
+    sf = load(TRACES / "combined-group-handoff.yaml")
+    silent = next(v for v in sf.variants if v.label == "Bandwidth-Aware / IPF")
+    with pytest.raises(LabError, match="signal_forwarding false"):
+        plan(sf.resolve(silent, sf.points()[0]))
+    flagged = next(v for v in sf.variants if v.label == "flag-aware Bandwidth-Aware / IPF")
+    assert plan(sf.resolve(flagged, sf.points()[0])).switches

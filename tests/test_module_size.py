@@ -27,7 +27,7 @@ def test_no_product_module_is_over_the_limit() -> None:
     assert long_modules(product_modules(), LIMIT, EXEMPT) == {}
 
 
-HOOKS = ("force_rto", "freeze", "unfreeze", "close_receive_window", "open_receive_window", "notify")
+HOOKS = ("force_rto", "hold_flight", "pace", "freeze", "unfreeze", "close_receive_window", "open_receive_window", "notify")
 
 
 def test_the_tcp_state_machine_keeps_its_handoff_hooks_in_one_section() -> None:

@@ -198,6 +198,8 @@ def test_overlap_old_path_dropped_releases_the_old_cell_at_the_handoff() -> None
     scn = sf.resolve(sf.variants[0], sf.points()[0])
     detach = next(op for op in scn.mobility if op.op == "detach")
     assert detach.at == pytest.approx(scn.marks["ov.handoff"]) and detach.at < scn.marks["ov.leave"]
+    # the radio leaves the old cell first, then the binding moves: an IPF old BS buffers and flushes
+    assert [(op.op, op.iface) for op in scn.mobility] == [("attach", "new"), ("detach", "old"), ("handoff", "new")]
     with pytest.raises(ScenarioError) as exc:
         load(TRACES / "dsbp-capacity.yaml", ((path, "lost"),))
     assert "must be one of kept, dropped" in str(exc.value.errors)

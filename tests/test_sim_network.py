@@ -9,7 +9,9 @@ import pytest
 
 from p4handoff.hosts.segment import ACK, Segment
 from p4handoff.hosts.sim import MRED, Network, Queue, QueueSampler, TraceWriter, ideal_bps, wire_size
-from p4handoff.notify import Event, Notification
+from p4handoff.hosts.sim.tcpflow import tcp_flow
+from p4handoff.hosts.tcp import TcpConfig
+from p4handoff.notify import Event, Forwarding, Notification
 from p4handoff.wire import DSCP_LE
 
 PAYLOAD = 960          # + 40 header bytes = 1000 bytes on the wire
@@ -277,6 +279,93 @@ def test_ipf_forwards_buffered_packets_in_order_marked_priority() -> None:
     assert via_old == sorted(via_old) and len(via_old) == 324
     assert bs1.forwarded >= 75
     assert down.drops == {}
+
+
+def test_ipf_base_station_tells_the_senders_what_it_forwards() -> None:
+    """Issue 20: the HANDOFF of an IPF base station carries the forwarding signal (what it holds,
+    when its flush ends); a station with `signal=False` sends revision-1 notifications."""
+    notes = {}
+    for signal in (True, False):
+        net = Network(seed=0)
+        ch, gw = net.host("ch", "10.0.0.1"), net.router("gw")
+        bs1 = net.base_station("bs1", ipf=True, ipf_limit=400, forward_delay=0.02, signal=signal)
+        bs2 = net.base_station("bs2", ipf=True, ipf_limit=400)
+        net.link(ch, gw, 100e6, 0.001)
+        net.link(gw, bs1, 10e6, 0.004, queue=Queue(100))
+        net.link(gw, bs2, 10e6, 0.004, queue=Queue(100))
+        net.link(bs1, bs2, 10e6, 0.001)
+        wlan = net.cell("wlan", bs1, 20e6, 0.001, queue=Queue(100))
+        g3 = net.cell("g3", bs2, 20e6, 0.001, queue=Queue(100))
+        mh = net.mobile_host("mh", "10.0.9.1", {"wlan": "10.0.1.9", "g3": "10.0.2.9"})
+        net.start_in(mh, "wlan", wlan)
+        net.vertical_handoff(mh, "wlan", "g3", g3, at=1.0, outage=0.3)
+        src = Source("10.0.0.1", "10.0.9.1", 500, gap=0.004)
+        net.flow("f", ch, src, mh, Sink("10.0.9.1"), 4000, 5000)
+        net.run(2.5)
+        notes[signal] = [n for _, n in src.notes]
+        forwarded = bs1.forwarded
+    detach, handoff = notes[True]
+    assert detach.forwarding is None
+    fwd = handoff.forwarding
+    assert isinstance(fwd, Forwarding) and fwd.flush_end_us == 20_000    # forward_delay after the handoff
+    assert 70 <= fwd.buffered <= 80                      # 0.3 s of 4 ms arrivals, held at the notification
+    assert fwd.buffered <= forwarded <= fwd.buffered + 5  # + what arrived before the flush 20 ms later
+    assert [n.forwarding for n in notes[False]] == [None, None]
+
+
+def test_ipf_forwards_what_fails_on_the_air_after_a_break_free_flush() -> None:
+    """Detach and handoff at one instant (an overlap's single binding) over a 28 ms old cell: the
+    flush goes at once, and packets still on the air then are forwarded after it, not lost."""
+    net = Network(seed=0)
+    ch, gw = net.host("ch", "10.0.0.1"), net.router("gw")
+    bs1, bs2 = net.base_station("bs1", ipf=True), net.base_station("bs2")
+    net.link(ch, gw, 100e6, 0.001)
+    net.link(gw, bs1, 100e6, 0.001)
+    net.link(gw, bs2, 100e6, 0.001)
+    old = net.cell("old", bs1, 6e6, 0.028, queue=Queue(50))
+    new = net.cell("new", bs2, 11e6, 0.028, queue=Queue(50))
+    mh = net.mobile_host("mh", "10.0.9.1", {"old": "10.0.1.9", "new": "10.0.2.9"})
+    net.start_in(mh, "old", old)
+    net.attach(mh, "new", new, at=0.5)
+    net.detach(mh, "old", at=1.0, notify=False)
+    net.handoff(mh, "new", at=1.0)
+    src = Source("10.0.0.1", "10.0.9.1", 1000, gap=0.0015)   # ~5.5 Mb/s: ~19 packets on the 28 ms air
+    sink = Sink("10.0.9.1")
+    f = net.flow("f", ch, src, mh, sink, 4000, 5000)
+    net.run(2.5)
+    assert f.stats.data_losses == 0 and len(sink.rows) == 1000
+    assert bs1.forwarded >= 15
+
+
+@pytest.mark.parametrize("signal", [True, False])
+def test_bwaware_over_ipf_resends_forwarded_segments_only_without_the_signal(signal: bool) -> None:
+    """Issue 20 end to end: real TCP (Bandwidth-Aware) through an IPF handoff between two 20 Mb/s
+    cells. Without the signal the restart sends copies of the flushed flight (counted by the flow's
+    forwarded_resent); with it, none, and nothing is lost for good."""
+    net = Network(seed=0)
+    ch, gw = net.host("ch", "10.0.0.1"), net.router("gw")
+    bs1 = net.base_station("bs1", ipf=True, ipf_limit=400, signal=signal)
+    bs2 = net.base_station("bs2", ipf=True, ipf_limit=400)
+    net.link(ch, gw, 100e6, 0.01)
+    net.link(gw, bs1, 10e6, 0.004, queue=Queue(1000))
+    net.link(gw, bs2, 10e6, 0.004, queue=Queue(1000))
+    net.link(bs1, bs2, 10e6, 0.001)
+    wlan = net.cell("wlan", bs1, 20e6, 0.001, queue=Queue(100))
+    g3 = net.cell("g3", bs2, 20e6, 0.001, queue=Queue(100))
+    mh = net.mobile_host("mh", "10.0.9.1", {"wlan": "10.0.1.9", "g3": "10.0.2.9"})
+    net.start_in(mh, "wlan", wlan)
+    net.vertical_handoff(mh, "wlan", "g3", g3, at=2.0, outage=0.05)
+    flow = tcp_flow(net, "f", ch, mh, "bwaware", config=TcpConfig(mss=1000, window_segments=64, min_rto=1.0))
+    net.run(4.0)
+    [(_, handoff)] = [(t, n) for t, n in net.notifications if n.event is Event.HANDOFF]
+    assert (handoff.forwarding is not None) == signal
+    assert bs1.forwarded > 20                           # a window's worth was held and flushed
+    resent = flow.stats.forwarded_resent_times()
+    if signal:
+        assert resent == []
+    else:
+        assert len(resent) > 20 and min(resent) >= 2.05
+    assert flow.stats.delivered(4.0) > flow.stats.delivered(2.5) > flow.stats.delivered(2.0)
 
 
 def test_bad_topology_and_timeline_are_refused_clearly() -> None:

@@ -241,6 +241,9 @@ def plan(scn: Scenario) -> LabPlan:
     for b in topo.base_stations:
         if any(sw not in peers[gw] for sw in lab_of[b.name]):
             problems.append(f"base station {b.name} has no link to the gateway {gw}")
+        if not b.signal_forwarding:
+            problems.append(f"base station {b.name}: signal_forwarding false (revision-1 notifications) is the "
+                            "simulator's; the lab's controller always announces its flush (docs/wire-contract.md)")
     for h in topo.correspondents:
         if h.name not in host_plans and not any(h.name in p for p in problems):
             problems.append(f"correspondent {h.name} has no link to the gateway")

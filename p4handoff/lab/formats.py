@@ -43,7 +43,7 @@ def unit(metric: str) -> str:
             "loss_rate": "%", "utilization": "%", "max_avg_queue": "packets", "max_queue": "packets",
             "min_queue": "packets",
             "data_losses": "packets", "drops": "packets", "delivered_bytes": "bytes",
-            "dummies_sent": "segments"}.get(metric, "")
+            "dummies_sent": "segments", "forwarded_resent": "segments"}.get(metric, "")
 
 
 def describe(q: Quantity) -> str:

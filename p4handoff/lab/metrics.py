@@ -10,6 +10,9 @@
   paper's single-switch cases, normalised to 0.384 and 10 Mb/s).
 - loss_rate: data segments dropped in the window / data segments sent in it
   (DSBP's metric; dummies and pure ACKs are not counted).
+- forwarded_resent: data segments the sender sent again in the window whose
+  earlier copy the network forwarded (IPF) and did not drop afterwards: a
+  second copy of a segment that was on its way (issue 20).
 - utilization: bytes the link sent in the window × 8 / (rate × length);
   a packet whose transmission straddles an edge counts with the part
   transmitted inside, and the quotient is clamped to 1 against float
@@ -94,7 +97,8 @@ def value(scn: Scenario, data: RunData, q: Quantity) -> float:
     w = scn.measure.window(q.window)
     t0, t1 = w.t0, w.t1
     length = t1 - t0
-    if q.metric in ("throughput", "delivered_bytes", "percent_of_ideal", "loss_rate", "data_losses", "dummies_sent"):
+    if q.metric in ("throughput", "delivered_bytes", "percent_of_ideal", "loss_rate", "data_losses", "dummies_sent",
+                    "forwarded_resent"):
         if q.flow is None:
             raise ValueError(f"{q.key}: {q.metric} is a flow's metric but names no flow")
         f = data.flows[q.flow]
@@ -105,8 +109,10 @@ def value(scn: Scenario, data: RunData, q: Quantity) -> float:
         if q.metric == "percent_of_ideal":
             ideal = ideal_bps(scn, t0, t1)
             return 100.0 * (f.delivered(t1) - f.delivered(t0)) * 8 / length / ideal if ideal else math.nan
-        if q.metric in ("loss_rate", "data_losses", "dummies_sent") and not f.losses_known:
+        if q.metric in ("loss_rate", "data_losses", "dummies_sent", "forwarded_resent") and not f.losses_known:
             return math.nan
+        if q.metric == "forwarded_resent":
+            return float(f.forwarded_resent_between(t0, t1))
         if q.metric == "loss_rate":
             sent = f.sent_between(t0, t1)
             return f.dropped_between(t0, t1) / sent if sent else 0.0
@@ -151,7 +157,7 @@ def compute(scn: Scenario, data: RunData) -> dict[str, Any]:
                        "data_segments_sent": len(f.send_times), "data_losses": len(f.drop_times),
                        "drops": dict(sorted(f.drops.items())), "dummies_sent": f.dummies_sent,
                        "dummy_acks_received": f.dummy_acks, "losses_known": f.losses_known,
-                       "retransmits": f.retransmits}
+                       "retransmits": f.retransmits, "forwarded_resent": len(f.forwarded_resent_times)}
         for w in scn.measure.windows:
             flows[name][f"throughput_bps@{w.name}"] = (f.delivered(w.t1) - f.delivered(w.t0)) * 8 / (w.t1 - w.t0)
     out["flows"] = flows

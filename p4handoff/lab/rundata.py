@@ -28,6 +28,7 @@ class FlowData:
     trace: Path | None = None                               # the sender's trace (CSV)
     losses_known: bool = True                               # False: the backend cannot see its drops or dummies
     retransmits: int | None = None                          # segments the sender sent again (if reported)
+    forwarded_resent_times: list[float] = field(default_factory=list)  # copies of segments the network forwarded
 
     def delivered(self, t: float) -> int:
         i = bisect_right(self.ack_times, t)
@@ -38,6 +39,9 @@ class FlowData:
 
     def dropped_between(self, t0: float, t1: float) -> int:
         return bisect_right(self.drop_times, t1) - bisect_left(self.drop_times, t0)
+
+    def forwarded_resent_between(self, t0: float, t1: float) -> int:
+        return bisect_right(self.forwarded_resent_times, t1) - bisect_left(self.forwarded_resent_times, t0)
 
 
 @dataclass

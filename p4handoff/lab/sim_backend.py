@@ -59,7 +59,8 @@ def build(scn: Scenario, seed: int, trace_dir: Path | None) -> tuple[Network, di
     for r in topo.routers:
         nodes[r] = net.router(r)
     for b in topo.base_stations:
-        nodes[b.name] = stations[b.name] = net.base_station(b.name, b.ipf, b.ipf_limit, b.forward_delay)
+        nodes[b.name] = stations[b.name] = net.base_station(b.name, b.ipf, b.ipf_limit, b.forward_delay,
+                                                                 b.signal_forwarding)
     for link in topo.links:
         net.link(nodes[link.a], nodes[link.b], link.rate_bps, link.delay, link.loss,
                  queue=make_queue(link.queue), reverse_queue=make_queue(link.reverse_queue),
@@ -145,6 +146,7 @@ def run(scn: Scenario, seed: int, out_dir: Path | None,
         fd.send_times = list(st.data_send_times)
         fd.drop_times, fd.drops = list(st.data_drop_times), dict(st.data_drops)
         fd.dummies_sent, fd.dummy_acks = st.dummies_sent, st.dummy_acks_received
+        fd.forwarded_resent_times = st.forwarded_resent_times()
     if sampler is not None:
         back = {sim_link_name(scn, n): n for n in scn.measure.queue_links}
         data.queue_rows = [(t, back[link], q, d, dm, avg) for t, link, q, d, dm, avg in sampler.rows]

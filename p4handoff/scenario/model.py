@@ -16,7 +16,8 @@ OUTAGE_RULES = ("excluded", "credited")
 #: How a claim over repeats is decided, beside its verdict on the means (docs/lab.md, "Verdicts"): it must also
 #: hold in more than half of the repeats (majority, the default), in every repeat (all), or on the means only.
 REPEAT_RULES = ("majority", "all", "means")
-FLOW_METRICS = ("throughput", "percent_of_ideal", "loss_rate", "data_losses", "delivered_bytes", "dummies_sent")
+FLOW_METRICS = ("throughput", "percent_of_ideal", "loss_rate", "data_losses", "delivered_bytes", "dummies_sent",
+                "forwarded_resent")
 LINK_METRICS = ("utilization", "max_avg_queue", "max_queue", "min_queue", "drops")
 #: Metrics measured in b/s and as fractions (shown in Mb/s and %; files may write '2Mbps', '5%').
 RATE_METRICS = ("throughput", "total_throughput", "ideal")
@@ -84,6 +85,7 @@ class BaseStationSpec:
     ipf: bool = False
     ipf_limit: int = 64
     forward_delay: float = 0.0
+    signal_forwarding: bool = True
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from p4handoff.hosts.cc.base import AckInfo, CongestionControl, SenderControl
 from p4handoff.hosts.cc.bwaware import BandwidthAware
 from p4handoff.hosts.cc.cdg import Cdg
 from p4handoff.hosts.cc.chd import Chd
-from p4handoff.hosts.cc.dsbp import Dsbp
+from p4handoff.hosts.cc.dsbp import Dsbp, DsbpUnpaced
 from p4handoff.hosts.cc.freeze import FreezeTcp
 from p4handoff.hosts.cc.immediate import ImmediateExpiration
 from p4handoff.hosts.cc.reno import Reno
@@ -28,6 +28,7 @@ SCHEMES: dict[str, Callable[..., CongestionControl]] = {
     "ucc": Ucc,
     "westwood": Westwood,
     "dsbp": Dsbp,
+    "dsbp-unpaced": DsbpUnpaced,
     "cdg": Cdg,
     "chd": Chd,
 }

@@ -27,7 +27,18 @@ RTT on the new path equals the rate at which dummy ACKs came back (at most
 rwnd / RTT, the probing rate). A loss of a segment sent before the handoff
 (on the old path) keeps ssthresh at N instead of halving: it says nothing
 about the new path. PROBE_DOWN stops probing and changes nothing; a HANDOFF
-without probing changes nothing either.
+without probing changes nothing either. DSBP never resends the flight at a
+handoff, so the forwarding signal (IPF) changes one thing: the retransmission
+timer is re-armed to one RTO after the flush's end (`hold_flight`), so a long
+flush does not time out the forwarded flight.
+Pacing (issue 20): with 10-packet cell buffers the window taken at the
+handoff arrived as a burst that overflowed the new cell (docs/lab.md). So
+for one probe-path RTT after the handoff new data leaves at most one
+segment per RTT / N (the probed window N spread over the new path's RTT:
+the rate the dummy ACKs came back at); after a handoff during fast
+recovery, for one RTT from the recovery's exit, which is when its window is
+taken. Retransmissions are never held. `dsbp-unpaced` is DSBP without it
+(for the comparison in traces/dsbp-search.yaml).
 """
 from __future__ import annotations
 
@@ -49,6 +60,8 @@ DEFAULT_RTT = 0.1  # pacing before any RTT sample exists
 class Dsbp(CongestionControl):
     name: ClassVar[str] = "dsbp"
     answers_dummies: ClassVar[bool] = True
+    #: pace the window taken at the handoff over one probe-path RTT (issue 20)
+    pace: ClassVar[bool] = True
 
     def __init__(self) -> None:
         super().__init__()
@@ -62,6 +75,7 @@ class Dsbp(CongestionControl):
         self._probed = 0                     # the window (bytes) the last handoff's probing found
         self._old_path_end: int | None = None  # SND.MAX at that handoff: data below it left on the old path
         self._ramp: tuple[str, float] | None = None  # (probed address, until): dummy ACKs still open cwnd
+        self._pace_after_recovery = False  # a handoff in recovery: its window is taken at the exit
 
     def on_notify(self, note: "Notification", now: float) -> None:
         ctl = self.ctl
@@ -75,7 +89,10 @@ class Dsbp(CongestionControl):
         elif note.event is Event.PROBE_DOWN:
             if note.path_addr == self.probe_addr:
                 self._stop()
-        elif note.event is Event.HANDOFF and self.probe_addr is not None:
+        elif note.event is Event.HANDOFF and note.forwarding is not None:
+            # never restarts go-back-N anyway; only the timer must stay off the forwarded flight
+            ctl.hold_flight(now, now + note.forwarding.flush_end_us / 1e6)
+        if note.event is Event.HANDOFF and self.probe_addr is not None:
             window = self._probe_rtt()
             count = sum(1 for t in self._dummy_acks if t > now - window)
             self.handoff_counts.append(count)
@@ -88,7 +105,22 @@ class Dsbp(CongestionControl):
             else:
                 ctl.cwnd = target  # a poorer cell: never flood it
             ctl.trace("dsbp_handoff", now, f"dummy_acks={count} window={window:.6f}")
+            if self.pace:
+                self._pace_after_recovery = ctl.in_recovery
+                if not ctl.in_recovery:
+                    self._pace_window(now)
             self._stop()
+
+    def _pace_window(self, now: float) -> None:
+        """The window taken at the handoff leaves evenly over one probe-path RTT, not as a burst."""
+        rtt = self._probe_rtt()
+        self.ctl.pace(now, rtt * self.ctl.mss / self._probed, now + rtt)
+
+    def on_recovery_exit(self, now: float) -> None:
+        super().on_recovery_exit(now)
+        if self._pace_after_recovery:
+            self._pace_after_recovery = False
+            self._pace_window(now)
 
     def on_loss(self, now: float) -> None:
         """A loss on the old path says nothing about the new one: keep the probed window."""
@@ -155,3 +187,10 @@ class Dsbp(CongestionControl):
         horizon = now - 4 * self._probe_rtt()
         while self._dummy_acks and self._dummy_acks[0] < horizon:
             self._dummy_acks.popleft()
+
+
+class DsbpUnpaced(Dsbp):
+    """DSBP without the pacing after the handoff (the comparison in traces/dsbp-search.yaml)."""
+
+    name = "dsbp-unpaced"
+    pace = False

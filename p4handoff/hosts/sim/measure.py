@@ -18,6 +18,7 @@ from typing import IO, TYPE_CHECKING, Any, Iterable, Sequence
 
 from p4handoff.hosts.segment import ACK, RST
 from p4handoff.hosts.tcp.trace import TRACE_FIELDS
+from p4handoff.hosts.sim.packet import PRIORITY
 
 if TYPE_CHECKING:
     from p4handoff.hosts.segment import Segment
@@ -45,6 +46,10 @@ class FlowStats:
         self.data_drops: dict[str, int] = {}
         self.dummy_drops: dict[str, int] = {}
         self.data_drop_times: list[float] = []
+        self._sent_seqs: set[int] = set()
+        self._resent: list[tuple[float, int]] = []   # (time, seq) of data segments sent again
+        self._forwarded: set[int] = set()           # seqs the network forwarded (IPF)...
+        self._forward_lost: set[int] = set()        # ...and those of them it then dropped
 
     # taps (installed by Network.flow)
     def on_sender_send(self, seg: "Segment", now: float) -> None:
@@ -54,6 +59,14 @@ class FlowStats:
             self.data_segments_sent += 1
             self.data_bytes_sent += len(seg.payload)
             self.data_send_times.append(now)
+            if seg.seq in self._sent_seqs:
+                self._resent.append((now, seg.seq))
+            else:
+                self._sent_seqs.add(seg.seq)
+
+    def on_forwarded(self, seg: "Segment") -> None:
+        """The network (an IPF base station) forwarded this data segment toward the MH."""
+        self._forwarded.add(seg.seq)
 
     def on_sender_receive(self, seg: "Segment", now: float) -> None:
         if seg.dummy:
@@ -75,6 +88,8 @@ class FlowStats:
         elif pkt.seg.payload:
             self.data_drops[cause] = self.data_drops.get(cause, 0) + 1
             self.data_drop_times.append(now)
+            if pkt.klass == PRIORITY and pkt.seg.seq in self._forwarded:
+                self._forward_lost.add(pkt.seg.seq)
 
     # results
     @property
@@ -85,6 +100,11 @@ class FlowStats:
     def data_losses_between(self, t0: float, t1: float) -> int:
         """Data segments dropped in [t0, t1]."""
         return bisect_right(self.data_drop_times, t1) - bisect_left(self.data_drop_times, t0)
+
+    def forwarded_resent_times(self) -> list[float]:
+        """When the sender sent again a segment the network forwarded and did not lose afterwards:
+        a copy of a segment that was on its way (issue 20's duplicates)."""
+        return [t for t, seq in self._resent if seq in self._forwarded and seq not in self._forward_lost]
 
     def loss_rate(self) -> float:
         """Dropped data segments / data segments sent (DSBP's metric)."""

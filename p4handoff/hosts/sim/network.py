@@ -33,7 +33,7 @@ from p4handoff.hosts.sim.link import Link
 from p4handoff.hosts.sim.measure import FlowStats
 from p4handoff.hosts.sim.nodes import BaseStation, Cell, Host, Interface, MobileHost, Node, Router, Slot
 from p4handoff.hosts.sim.queues import Queue
-from p4handoff.notify import Event, Notification
+from p4handoff.notify import Event, Forwarding, Notification
 
 if TYPE_CHECKING:
     from p4handoff.hosts.endpoint import Endpoint
@@ -106,8 +106,10 @@ class Network:
         return self._add(Router(self.sim, name))
 
     def base_station(self, name: str, ipf: bool = False, ipf_limit: int = 64,
-                     forward_delay: float = 0.0) -> BaseStation:
-        return self._add(BaseStation(self.sim, name, ipf, ipf_limit, forward_delay))
+                     forward_delay: float = 0.0, signal: bool = True) -> BaseStation:
+        bs = self._add(BaseStation(self.sim, name, ipf, ipf_limit, forward_delay, signal))
+        bs.on_forward = self._account_forward
+        return bs
 
     def host(self, name: str, addr: str) -> Host:
         self._check_addr(addr)
@@ -304,10 +306,14 @@ class Network:
             self._route_to_cell(mh.addr, cell)
         self._path_log[mh.name].append((self.sim.now, cell))
         self._log(f"handoff {mh.name}.{iface.name} {cell.name}")
+        fwd = None
         if prev is not None:
             prev.bs.mh_arrived(mh.addr, prev.bs is cell.bs)
+            held = prev.bs.forwarding(mh.addr)
+            if held is not None:
+                fwd = Forwarding(min(held[0], 0xFFFF), int(round(max(0.0, held[1] - self.sim.now) * 1e6)))
         if notify:
-            self._notify(mh, Event.HANDOFF, mh.addr, prev.id if prev else 0, cell)
+            self._notify(mh, Event.HANDOFF, mh.addr, prev.id if prev else 0, cell, fwd)
 
     def vertical_handoff(self, mh: MobileHost, from_iface: str, to_iface: str, to_cell: Cell,
                          at: float, outage: float, warn: float = 0.0) -> None:
@@ -339,12 +345,12 @@ class Network:
         self.timeline.append((self.sim.now, what))
 
     def _notify(self, mh: MobileHost, event: Event, path_addr: str, old_cell: int,
-                new_cell: Cell | None) -> None:
+                new_cell: Cell | None, forwarding: Forwarding | None = None) -> None:
         self._note_seq += 1
         note = Notification(event, self._note_seq, mh.addr, path_addr, old_cell,
                             new_cell.id if new_cell else 0,
                             int(new_cell.rate_bps // 1000) if new_cell else 0,
-                            int(round(new_cell.delay * 1e6)) if new_cell else 0)
+                            int(round(new_cell.delay * 1e6)) if new_cell else 0, forwarding)
         self.notifications.append((self.sim.now, note))
         when = self.sim.now + self.notify_delay
         for flow in self.flows:
@@ -374,6 +380,12 @@ class Network:
         self.sim.at(0.0, receiver.service, rslot)
         self.sim.at(start, sender.service, sslot)
         return f
+
+    def _account_forward(self, pkt: "Packet") -> None:
+        seg = pkt.seg
+        f = self._flows_by_ports.get((seg.sport, seg.dport))
+        if f is not None:
+            f.stats.on_forwarded(seg)
 
     def _account_drop(self, pkt: "Packet", cause: str) -> None:
         seg = pkt.seg

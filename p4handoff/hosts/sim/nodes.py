@@ -65,11 +65,12 @@ class BaseStation(Router):
     arriving until the forward are kept (up to `ipf_limit`); `forward_delay`
     after the handoff they are sent, in order and marked priority, along the
     BS's route for that address (now toward the new BS), and so is every
-    later arrival for it until the MH comes back.
+    later arrival for it until the MH comes back. `forwarding(home)` is what
+    the HANDOFF notification then tells the senders (docs/wire-contract.md).
     """
 
     def __init__(self, sim: "Simulator", name: str, ipf: bool = False, ipf_limit: int = 64,
-                 forward_delay: float = 0.0) -> None:
+                 forward_delay: float = 0.0, signal: bool = True) -> None:
         super().__init__(sim, name)
         if ipf_limit < 1:
             raise ValueError(f"base station {name}: ipf_limit must be at least 1, got {ipf_limit}")
@@ -78,11 +79,14 @@ class BaseStation(Router):
         self.ipf = ipf
         self.ipf_limit = ipf_limit
         self.forward_delay = forward_delay
+        self.signal = signal  # announce the forwarding in HANDOFF (False: a revision-1 network)
         self.cells: list[Cell] = []
         self._buffers: dict[str, list[Packet]] = {}
         self._air_slot: dict[str, int] = {}
         self._forwarding: set[str] = set()
+        self._flush_at: dict[str, float] = {}
         self.forwarded = 0
+        self.on_forward: Callable[[Packet], None] | None = None  # each packet it forwards, as it does
 
     def receive(self, pkt: Packet, link: Link | None) -> None:
         if self.ipf:
@@ -91,8 +95,7 @@ class BaseStation(Router):
                 self._keep(pkt, buf, len(buf))
                 return
             if pkt.dst in self._forwarding and pkt.klass == DATA:
-                pkt.klass = PRIORITY
-                self.forwarded += 1
+                self._forward(pkt)
         out = self.routes.get(pkt.dst)
         if out is None:
             self.drop(pkt, "no_route")
@@ -117,10 +120,14 @@ class BaseStation(Router):
         self._air_slot[home] = 0
 
     def rescue(self, pkt: Packet) -> bool:
-        """A packet for a departed MH failed on the air: keep it if IPF is buffering."""
+        """A packet for a departed MH failed on the air: keep it if IPF is buffering; after the
+        flush (the air outlasted a break-free handoff), forward it as a later arrival."""
         buf = self._buffers.get(pkt.dst)
         if buf is None:
-            return False
+            if pkt.dst not in self._forwarding:
+                return False
+            self.receive(pkt, None)
+            return True
         slot = self._air_slot[pkt.dst]
         if self._keep(pkt, buf, slot):
             self._air_slot[pkt.dst] = slot + 1
@@ -133,11 +140,20 @@ class BaseStation(Router):
         if here:
             self._forwarding.discard(home)
         if home in self._buffers:
+            self._flush_at[home] = self.sim.now + self.forward_delay
             self.sim.after(self.forward_delay, self._flush, home)
+
+    def forwarding(self, home: str) -> tuple[int, float] | None:
+        """(packets held for `home`, time of their flush) while a flush is pending and holds
+        any, else None (also without `signal`): what the HANDOFF notification announces."""
+        buf = self._buffers.get(home)
+        at = self._flush_at.get(home)
+        return (len(buf), at) if self.signal and buf and at is not None else None
 
     def _flush(self, home: str) -> None:
         buf = self._buffers.pop(home, None)
         self._air_slot.pop(home, None)
+        self._flush_at.pop(home, None)
         if buf is None:
             return
         out = self.routes.get(home)
@@ -149,9 +165,14 @@ class BaseStation(Router):
                 self.drop(pkt, "no_route")
                 continue
             if away and pkt.klass == DATA:
-                pkt.klass = PRIORITY
-                self.forwarded += 1
+                self._forward(pkt)
             out.send(pkt)
+
+    def _forward(self, pkt: Packet) -> None:
+        pkt.klass = PRIORITY
+        self.forwarded += 1
+        if self.on_forward is not None:
+            self.on_forward(pkt)
 
 
 class Cell:

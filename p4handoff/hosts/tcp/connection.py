@@ -148,6 +148,10 @@ class TcpConnection:
         self._persist_deadline: float | None = None
         self._persist_backoff = 0
         self._last_data_seg: Segment | None = None
+        self._pace: tuple[float, float] | None = None  # (interval, until): new data paced after a handoff
+        self._forwarded_end: int | None = None  # SND.MAX when the network took over the flight (hold_flight)
+        self._pace_next = 0.0                 # earliest time of the next paced segment
+        self._pace_wait: float | None = None  # output held back by pacing until then
         self.bytes_sent = 0  # payload bytes transmitted, retransmissions included
         self.retransmits = 0  # data segments retransmitted
 
@@ -389,7 +393,7 @@ class TcpConnection:
             return self._last_now
         best = None
         for t in (self._rto_deadline, self._persist_deadline, self._delack_deadline,
-                  self._time_wait_deadline, self.cc.next_wakeup()):
+                  self._time_wait_deadline, self._pace_wait, self.cc.next_wakeup()):
             if t is not None and (best is None or t < best):
                 best = t
         return best
@@ -405,6 +409,32 @@ class TcpConnection:
             return False
         self._timeout(now, forced=True)
         return True
+
+    def hold_flight(self, now: float, until: float) -> bool:
+        """The network forwards the flight (HANDOFF with forwarding): nothing is resent. The timer,
+        its backoff reset, is re-armed to expire one RTO after `until` (the flush's end), so it
+        stays off the forwarded flight but still recovers what was really lost. False if nothing
+        is outstanding. Until that flight is acknowledged, a partial ACK ends fast recovery
+        (Reno's rule) instead of resending the next segment: the network delivers the flight in
+        order, so the segment after a partial ACK is on its way, not lost."""
+        if self.state not in _CAN_SEND or self.snd_max <= self.snd_una or self._frozen:
+            return False
+        self._rto.reset_backoff()
+        self._retries = 0
+        self._rto_deadline = max(now, until) + self._rto.rto
+        self._forwarded_end = self.snd_max
+        self.trace("flight_forwarded", now, f"flight={self.snd_max - self.snd_una} until={until:.6f}")
+        return True
+
+    def pace(self, now: float, interval: float, until: float) -> None:
+        """Until `until`, new data segments leave at most one per `interval` s (DSBP after a handoff:
+        the window it takes spread over the new path's RTT instead of sent as one burst).
+        Retransmissions are not held back."""
+        if interval <= 0 or until <= now:
+            raise ValueError(f"pacing needs interval > 0 and until > now, got {interval}, {until} at {now}")
+        self._pace = (interval, until)
+        self._pace_next = now
+        self.trace("pace", now, f"interval={interval:.6f} until={until:.6f}")
 
     def freeze(self, now: float) -> None:
         """Freeze-TCP: stop the retransmission timer and sending, keep cwnd; probe the window."""
@@ -650,8 +680,11 @@ class TcpConnection:
         self._trim_send_buffer()
         in_recovery = self._in_recovery
         restart_timer = True
+        forwarded = self._forwarded_end is not None and ack < self._forwarded_end
+        if not forwarded:
+            self._forwarded_end = None
         if in_recovery:
-            if ack >= self._recover or not self.cc.partial_acks:
+            if ack >= self._recover or not self.cc.partial_acks or forwarded:
                 self._in_recovery = False
                 self.dupacks = 0
                 self.cc.on_recovery_exit(now)
@@ -830,6 +863,7 @@ class TcpConnection:
     # output
     # ===================================================================
     def _output(self, now: float) -> None:
+        self._pace_wait = None
         if self.state not in _CAN_SEND:
             return
         if self._frozen:
@@ -854,6 +888,14 @@ class TcpConnection:
                 break
             if n < mss and n < avail and self.snd_nxt > self.snd_una:
                 break  # sender SWS avoidance: wait for a full segment's worth of window
+            if self._pace is not None:
+                if now >= self._pace[1]:
+                    self._pace = None
+                elif now < self._pace_next:
+                    self._pace_wait = self._pace_next
+                    break
+                else:
+                    self._pace_next = now + self._pace[0]
             self._send_data(self.snd_nxt, n, now)
         if (self.snd_wnd == 0 and self._persist_deadline is None and self.snd_nxt == self.snd_una
                 and self._data_end() > self.snd_nxt):

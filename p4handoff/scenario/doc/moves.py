@@ -166,7 +166,7 @@ class OverlapMove(_Move):
     handoff_fraction: Probability = Field(default=0.5, description="handoff at enter + fraction x dwell")
     old_path: Annotated[str, one_of(OLD_PATHS)] = Field(
         default="kept", description="kept: the old cell delivers until the MH leaves the overlap; dropped: lost "
-                                    "at the handoff")
+                                    "at the handoff (buffered and forwarded if the old BS has IPF)")
 
     @model_validator(mode="after")
     def _one_dwell(self) -> OverlapMove:
@@ -182,9 +182,14 @@ class OverlapMove(_Move):
 
     def ops(self, mh: str) -> list[MobilityOp]:
         enter, handoff, leave = self._times
-        return [MobilityOp(enter, mh, "attach", self.overlap.iface, self.overlap.cell, probe=True),
-                MobilityOp(handoff, mh, "handoff", self.overlap.iface),
-                MobilityOp(handoff if self.old_path == "dropped" else leave, mh, "detach", PREVIOUS, notify=False)]
+        attach = MobilityOp(enter, mh, "attach", self.overlap.iface, self.overlap.cell, probe=True)
+        if self.old_path == "dropped":
+            # the radio leaves the old cell as the binding moves: detach first, so an IPF old BS
+            # buffers what it held for the MH and the handoff flushes it (issue 20: DSBP over IPF)
+            return [attach, MobilityOp(handoff, mh, "detach", "", notify=False),
+                    MobilityOp(handoff, mh, "handoff", self.overlap.iface)]
+        return [attach, MobilityOp(handoff, mh, "handoff", self.overlap.iface),
+                MobilityOp(leave, mh, "detach", PREVIOUS, notify=False)]
 
     def marks(self) -> dict[str, float]:
         return dict(zip((f"{self.label}{s}" for s in MARKS["overlap"]), self._times)) if self.label else {}

@@ -89,6 +89,9 @@ class BaseStationDoc(DocModel):
     ipf: Flag = Field(default=False, description="IPF: buffer a leaving MH's packets and flush them to the new BS")
     ipf_limit: QueueLimit = Field(default=64, description="IPF buffer per MH, packets")
     forward_delay: Time = Field(default=0.0, description="old BS -> new BS forwarding delay")
+    signal_forwarding: Flag = Field(default=True, description=(
+        "IPF: the HANDOFF notification tells the senders that the flight is forwarded (revision 2); "
+        "false: a network that sends revision-1 notifications"))
 
 
 def _pair(value: Any) -> tuple[Any, Any]:
@@ -303,7 +306,7 @@ class TopologyDoc(DocModel):
         """The topology the backends run; RED queues without a mean packet size take `mean_pkt`."""
         return Topology(tuple(HostSpec(h.name, h.address) for h in self.correspondents),
                         tuple(r.name for r in self.routers),
-                        tuple(BaseStationSpec(b.name, b.ipf, b.ipf_limit, b.forward_delay) for b in self.base_stations),
+                        tuple(BaseStationSpec(b.name, b.ipf, b.ipf_limit, b.forward_delay, b.signal_forwarding) for b in self.base_stations),
                         tuple(li.spec(mean_pkt) for li in self.links), tuple(c.spec(mean_pkt) for c in self.cells),
                         tuple(m.spec() for m in self.mobile_hosts),
                         tuple(BackgroundHostSpec(b.name, b.address, b.cell) for b in self.background_hosts))
