@@ -78,16 +78,23 @@ def test_ipf_group_visits_red_crosses_max_th_at_a_group_visit_and_mred_does_not(
     assert broken["IPF's average queue stays below max_th (200)"] == "does not hold"
 
 
-def test_combined_bandwidth_aware_restart_undoes_ipf(tmp_path: Path) -> None:
-    """The file's finding: Bandwidth-Aware's go-back-N restart duplicates IPF's flush, so none of its claims hold;
-    with IPF's flush not duplicated (Reno senders) the existing connections keep their share."""
+def test_combined_flag_aware_senders_stop_fighting_ipf(tmp_path: Path) -> None:
+    """The file's finding (issue 20): told that the network forwards its flight, Bandwidth-Aware senders no longer
+    restart it go-back-N, so over IPF they beat the signal-less Bandwidth-Aware on the cell and on the existing
+    connections, and resend nothing the flush carried; without the signal the restart resends the flight."""
     res = _run(tmp_path, "combined-group-handoff.yaml", IPF_SHORT)
     words = _words(res)
-    assert words["with IPF, Bandwidth-Aware senders do not cost the existing connections"] == "does not hold"
-    assert words["IPF keeps the cell busier than RED whatever the senders run"] == "does not hold"
-    # the broken variant of the finding: Reno senders in the Bandwidth-Aware column (no restart, nothing resent)
-    fixed = _words(res, {"Bandwidth-Aware / IPF": "Reno / IPF", "Bandwidth-Aware / RED": "Reno / RED"})
-    assert fixed["IPF keeps the cell busier than RED whatever the senders run"] == "holds"
+    for claim in ("flag-aware combination ≥ Bandwidth-Aware / IPF on utilisation",
+                  "flag-aware combination ≥ Bandwidth-Aware / IPF on the existing connections' throughput",
+                  "without the signal, the restart sends forwarded segments again (Bandwidth-Aware / IPF)"):
+        assert words[claim] == "holds", (claim, words)
+    # the broken variant: the signal ignored (the signal-less column read as the flag-aware one): the restart's
+    # second copies are back and the combination loses to Reno / IPF on the cell and the existing connections
+    broken = _words(res, {"flag-aware Bandwidth-Aware / IPF": "Bandwidth-Aware / IPF"})
+    for claim in ("no forwarded segment is sent twice (flag-aware, IPF)",
+                  "flag-aware combination ≥ Reno / IPF on utilisation",
+                  "flag-aware combination ≥ Reno / IPF on the existing connections' throughput"):
+        assert words[claim] == "holds" and broken[claim] == "does not hold", (claim, words[claim], broken[claim])
 
 
 DSBP_PHASE = (("topology.cells.new.rate", "11Mbps"), ("topology.mobile_hosts.mh.moves.0.enter", 10.13))

@@ -102,18 +102,18 @@ K4 = (("sweep.0.values", [4]),)
 CASES = {
     # a group handoff into RED (random early drops, forced drops, IPF flush, Reno timeouts), and M-RED
     "ipf-group-burst-RED": (("ipf-group-burst.yaml", 12.5, "RED", 0, K4),
-                            "256105ad0ca3678f10ad8476fa04891c01449f65214cf2e302b00ad2adb9712a", 181857),
+                            "72e444a892be37dcc0ff0c3ce0a8f1a5373c16a4cd3ebb4f615b5d49064cfc2e", 181857),
     "ipf-group-burst-IPF": (("ipf-group-burst.yaml", 12.5, "IPF", 0, K4),
-                            "059384f33437fd6d649e021cbc45c5764fb12a4c37df23f3b813f3d21fc5895e", 181857),
+                            "a16f84de6cb56e08f07c0e0bc75386d7b8c8de3d728ed0e7256b843bf83933f9", 181857),
     # DSBP's overlap: probing, dummy segments and dummy ACKs in their own class
     "dsbp-capacity": (("dsbp-capacity.yaml", 16.0, "DSBP", 0, ()),
-                      "445e0bb2b5cca4d848691f32bf21afa032849b72ac3ce7d186ea94604c2faa6c", 63536),
+                      "97d29ef251c6c64f9e0bbd78257a4bad47fcfde6a654c9d09d2a752513f30263", 63536),
     # random loss on a link, SACK, UCC
     "ucc-loss": (("ucc-loss.yaml", 4.0, "UCC", 2, ()),
                  "c19a85ef7da58843b73ce8182e423e032af54faca7687e9480c942f4c963f167", 16023),
     # vertical handoffs with outages, Bandwidth-Aware
     "vh-switching": (("vh-switching.yaml", 14.0, "Bandwidth-Aware", 0, ()),
-                     "1cde904b6064adecbb1875b2ffb37a060336dd09cd70b631935ef25bbe6ea801", 60333),
+                     "3d89c754d679e05dcba5b79af706ef9947154935c790ce31ee1e7533562abfc8", 60333),
 }
 
 
