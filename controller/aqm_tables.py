@@ -1,6 +1,6 @@
 """RED / M-RED table contents from human parameters, and the reference model of the data plane's AQM.
 
-The P4 program (p4src/include/aqm.p4) does no division and no variable
+The P4 program (p4src/v1model/aqm.p4) does no division and no variable
 multiplication; everything non-linear lives in tables this module fills:
 
 * `red_pb`   (profile, average range)          -> p_b level
@@ -253,7 +253,7 @@ def fixed_avg(packets: float) -> int:
 
 def ewma_step(avg_fp: int, q: int, wq_shift: int) -> int:
     """avg + (q - avg) * 2^-wq_shift as aqm.p4 computes it (truncating the step towards the old avg)."""
-    q_fp = 0xFFFF0000 if q > QUEUE_MAX else q << AVG_FRAC_BITS
+    q_fp = (QUEUE_MAX if q > QUEUE_MAX else q) << AVG_FRAC_BITS
     if q_fp >= avg_fp:
         return avg_fp + ((q_fp - avg_fp) >> wq_shift)
     return avg_fp - ((avg_fp - q_fp) >> wq_shift)

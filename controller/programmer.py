@@ -62,17 +62,19 @@ class Programmer:
     # ---------------------------------------------------------------- static state
 
     def capacity_problems(self) -> list[tuple[str, str]]:
-        """(switch, problem) for every table whose entries would not fit its P4 size (size.p4).
+        """(switch, problem) for every table whose entries would not fit its size in the target's program
+        (size.p4: red_pa on v1model, red_pa_gap on TNA).
 
         `ipv4_fwd` counts one /32 per mobile host on top of the static entries.
         """
+        sizes = TABLE_SIZES[self.target]
         problems = []
         for sw in self.net.switches:
             need = Counter(e.table for e in self.static_entries(sw.name))
             need[T_FWD] += len(self.net.mobile_hosts)
-            problems += [(sw.name, f"{n} entries for table {t} exceed its size {TABLE_SIZES[t]} "
-                                   f"(SIZE_{t.upper()}, p4src/include/size.p4)")
-                         for t, n in sorted(need.items()) if t in TABLE_SIZES and n > TABLE_SIZES[t]]
+            problems += [(sw.name, f"{n} entries for table {t} exceed its size {sizes[t].entries} "
+                                   f"({sizes[t].constant}, p4src/include/size.p4)")
+                         for t, n in sorted(need.items()) if t in sizes and n > sizes[t].entries]
         return problems
 
     def static_entries(self, name: str) -> list[TableEntry]:

@@ -15,10 +15,8 @@ from p4handoff.controller.aqm_tables import port_entries as v1model_entries
 from p4handoff.controller.p4runtime import TableEntry
 from p4handoff.controller.tofino import TnaQueues
 from p4handoff.controller.tofino import port_entries as tna_entries
-from p4handoff.paths import V1MODEL
+from p4handoff.paths import PROGRAMS, TNA, V1MODEL
 
-TNA = "tna"
-TARGETS = (V1MODEL, TNA)
 AqmBuilder = Callable[[PortAqm], list[TableEntry]]
 
 
@@ -34,4 +32,4 @@ def aqm_builder(target: str, queues: TnaQueues = TnaQueues()) -> AqmBuilder:
         return v1model_entries
     if target == TNA:
         return partial(tna_entries, queues=queues)
-    raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
+    raise ValueError(f"target must be one of {PROGRAMS}, got {target!r}")

@@ -109,6 +109,11 @@ const bit<8> DUMMY_MAX_RECIRC = 250;
  * port * REASON_STRIDE + reason */
 const bit<32> REASON_STRIDE = 16;
 
+/* Slots of the per-port-per-class and per-port-per-reason counters and
+ * registers of both programs */
+const bit<32> PORT_CLASS_SLOTS = PORT_SLOTS * AQM_CLASS_STRIDE;
+const bit<32> PORT_REASON_SLOTS = PORT_SLOTS * REASON_STRIDE;
+
 /* Bytes of the packet_out header in front of the Ethernet header of a
  * PacketOut's payload (headers.p4, packet_out_t) */
 const bit<32> PACKET_OUT_BYTES = 2;
