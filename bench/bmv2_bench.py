@@ -61,7 +61,7 @@ def program_switch(grpc_addr: str, program: str, minimal: tuple[Path, Path]) -> 
                        {"port": 2, "src_mac": "02:00:00:00:00:fe", "dst_mac": "02:00:00:00:02:10"}),
         ]
         red = RedParams(min_th=20, max_th=60, max_p=0.1, wq_shift=9, mean_pkt_time_us=100.0)
-        entries += port_entries(PortAqm(2, AQM_MODE_MRED, qlimit=64, dummy_th=48, red=red))
+        entries += port_entries(PortAqm(2, AQM_MODE_MRED, limit=64, dummy_threshold=48, red=red))
         client.write([(UpdateType.INSERT, e) for e in entries])
 
 

@@ -1,12 +1,16 @@
 """RED / M-RED table contents from human parameters, and the reference model of the data plane's AQM.
 
-The P4 program (p4src/include/aqm.p4) does no division and no variable
+The P4 program (p4src/v1model/aqm.p4) does no division and no variable
 multiplication; everything non-linear lives in tables this module fills:
 
 * `red_pb`   (profile, average range)          -> p_b level
 * `red_pa`   (profile, p_b level, count)        -> drop threshold for p_a = p_b / (1 - count * p_b)
 * `aqm_idle` (profile, idle time range in us)  -> Q0.12 factor (1 - w_q)^(idle / s)
 * `aqm_port` (egress port)                      -> mode, profile, limits, thresholds, w_q = 2^-wq_shift
+
+`PortAqm` (with its `RedParams`) is the one typed model of a port's AQM, from the network
+description (`AqmConfig.port_aqm`) to every target's entries; `port_entries` is the v1model
+builder, `controller/tofino.py` the TNA one, `controller/targets.py` chooses.
 
 The same arithmetic is modelled here bit for bit (`ewma_step`, `decay_scale`,
 `drop_fraction_fixed`) so tests can predict the switch and docs/aqm.md can
@@ -21,16 +25,23 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from p4handoff.controller.p4runtime import TableEntry
-from p4handoff.wire import (AQM_MODE_DROPTAIL, AQM_MODES, AVG_FRAC_BITS, COUNT_MAX,
-                            DECAY_FRAC_BITS, DECAY_ONE, PB_LEVEL_NONE, PORT_SLOTS, PROB_ONE)
+from p4handoff.wire import (AQM_MODE_DROPTAIL, AQM_MODES, AVG_FRAC_BITS, COUNT_MAX, DECAY_FRAC_BITS, DECAY_ONE,
+                            PB_LEVEL_NONE, PORT_MAX, PROB_ONE, QUEUE_MAX)
 
 AVG_ONE = 1 << AVG_FRAC_BITS        # 1 packet in the Q16.16 average
 AVG_MAX = (1 << 32) - 1
-QUEUE_MAX = 0xFFFF                  # largest occupancy the average can represent, packets
 MAX_LEVELS = PB_LEVEL_NONE - 1      # every p_b level a profile uses stays below PB_LEVEL_NONE
 IDLE_MAX_US = (1 << 32) - 1
 MAX_WQ_SHIFT = 31
 MODES = AQM_MODES
+
+
+class AqmError(ValueError):
+    """A parameter the data plane cannot take; `field` names it (the network description reports it there)."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field, self.problem = field, problem
 
 
 @dataclass(frozen=True)
@@ -54,22 +65,24 @@ class RedParams:
     decay_steps: int = 64
 
     def __post_init__(self) -> None:
-        if not 0 <= self.min_th < self.max_th <= QUEUE_MAX:
-            raise ValueError(f"RED thresholds need 0 <= min_th < max_th <= {QUEUE_MAX} packets, "
-                             f"got min_th={self.min_th}, max_th={self.max_th}")
+        if not 0 <= self.min_th < QUEUE_MAX:
+            raise AqmError("min_th", f"{self.min_th} is out of range [0, {QUEUE_MAX}) packets")
+        if not self.min_th < self.max_th <= QUEUE_MAX:
+            raise AqmError("max_th", f"{self.max_th} must be above min_th ({self.min_th}) and at most "
+                                     f"{QUEUE_MAX} packets (RED needs 0 <= min_th < max_th <= QUEUE_MAX)")
         if round(self.max_th * AVG_ONE) - round(self.min_th * AVG_ONE) < self.levels:
-            raise ValueError(f"max_th - min_th = {self.max_th - self.min_th} packets is too narrow "
-                             f"for {self.levels} p_b levels")
+            raise AqmError("max_th", f"max_th - min_th = {self.max_th - self.min_th} packets is too narrow "
+                                     f"for {self.levels} p_b levels")
         if not 0 < self.max_p <= 1:
-            raise ValueError(f"max_p must be in (0, 1], got {self.max_p}")
+            raise AqmError("max_p", f"must be in (0, 1], got {self.max_p}")
         if not 0 <= self.wq_shift <= MAX_WQ_SHIFT:
-            raise ValueError(f"wq_shift must be 0..{MAX_WQ_SHIFT} (w_q = 2^-wq_shift), got {self.wq_shift}")
+            raise AqmError("wq_shift", f"must be 0..{MAX_WQ_SHIFT} (w_q = 2^-wq_shift), got {self.wq_shift}")
         if self.mean_pkt_time_us is not None and not self.mean_pkt_time_us > 0:
-            raise ValueError(f"mean_pkt_time_us must be > 0 (or None), got {self.mean_pkt_time_us}")
+            raise AqmError("mean_pkt_time_us", f"must be > 0 (or None), got {self.mean_pkt_time_us}")
         if not 1 <= self.levels <= MAX_LEVELS:
-            raise ValueError(f"levels must be 1..{MAX_LEVELS}, got {self.levels}")
+            raise AqmError("levels", f"must be 1..{MAX_LEVELS}, got {self.levels}")
         if not 1 <= self.decay_steps <= 1024:
-            raise ValueError(f"decay_steps must be 1..1024, got {self.decay_steps}")
+            raise AqmError("decay_steps", f"must be 1..1024, got {self.decay_steps}")
 
     @property
     def w_q(self) -> float:
@@ -92,46 +105,49 @@ class RedParams:
 
 @dataclass(frozen=True)
 class PortAqm:
-    """The AQM of one egress (access) port.
+    """The AQM of one egress (access) port: what every target's entry builder takes.
 
-    qlimit: data packets (non-priority + priority) the queue holds; keep it at
+    The network description's `AqmConfig.port_aqm` builds it (same field names);
+    its checks here are the one validation of AQM parameters, the description
+    reports their `AqmError`s at the field they name.
+    limit: data packets (non-priority + priority) the queue holds; keep it at
     or below the switch's own queue depth so the switch never drops behind the
-    counters. dummy_th: dummies are admitted only while the port's total
-    occupancy is below it (at most qlimit: dummies always go first).
+    counters. dummy_threshold: dummies are admitted only while the port's total
+    occupancy is below it (at most limit: dummies always go first).
     red: required for RED and M-RED; for drop-tail it only sets how the
     (reported) average is computed.
     """
 
     port: int
     mode: int
-    qlimit: int
-    dummy_th: int
+    limit: int
+    dummy_threshold: int
     profile: int = 0
     red: RedParams | None = None
 
     def __post_init__(self) -> None:
-        if not 0 <= self.port < PORT_SLOTS:
-            raise ValueError(f"port must be 0..{PORT_SLOTS - 1}, got {self.port}")
+        if not 0 <= self.port <= PORT_MAX:
+            raise AqmError("port", f"must be 0..{PORT_MAX}, got {self.port}")
         if self.mode not in MODES.values():
-            raise ValueError(f"mode must be one of {sorted(MODES.values())} (AQM_MODE_*), got {self.mode}")
-        if not 1 <= self.qlimit <= QUEUE_MAX:
-            raise ValueError(f"qlimit must be 1..{QUEUE_MAX} packets, got {self.qlimit}")
-        if not 0 <= self.dummy_th <= self.qlimit:
-            raise ValueError(f"dummy_th must be 0..qlimit ({self.qlimit}) so dummies are dropped before data, "
-                             f"got {self.dummy_th}")
+            raise AqmError("mode", f"must be one of {sorted(MODES.values())} (AQM_MODE_*), got {self.mode}")
+        if not 1 <= self.limit <= QUEUE_MAX:
+            raise AqmError("limit", f"{self.limit} is out of range [1, {QUEUE_MAX}] packets")
+        if not 0 <= self.dummy_threshold <= self.limit:
+            raise AqmError("dummy_threshold", f"{self.dummy_threshold} exceeds the queue limit {self.limit} "
+                                              f"(dummies must be dropped before data)")
         if not 0 <= self.profile < PB_LEVEL_NONE:
-            raise ValueError(f"profile must be 0..{PB_LEVEL_NONE - 1}, got {self.profile}")
+            raise AqmError("profile", f"must be 0..{PB_LEVEL_NONE - 1}, got {self.profile}")
         if self.mode != AQM_MODE_DROPTAIL and self.red is None:
-            raise ValueError("RED and M-RED need RedParams")
+            raise AqmError("red", "RED and M-RED need RedParams")
 
 
-# -- table entries ------------------------------------------------------------------------------
+# -- table entries (v1model: p4src/v1model/aqm.p4; TNA: controller/tofino.py) ------------------------
 
 def aqm_port_entry(cfg: PortAqm, default_wq_shift: int = 9) -> TableEntry:
-    """The `aqm_port` entry of one port."""
+    """The `aqm_port` entry of one port: the one place a port's parameters get their P4Info names."""
     red = cfg.red
     return TableEntry("aqm_port", {"port": cfg.port}, "aqm_set", {
-        "mode": cfg.mode, "profile": cfg.profile, "qlimit": cfg.qlimit, "dummy_th": cfg.dummy_th,
+        "mode": cfg.mode, "profile": cfg.profile, "qlimit": cfg.limit, "dummy_th": cfg.dummy_threshold,
         "min_th": red.min_fp if red else 0, "max_th": red.max_fp if red else 0,
         "wq_shift": red.wq_shift if red else default_wq_shift})
 
@@ -152,7 +168,8 @@ def profile_entries(profile: int, red: RedParams) -> list[TableEntry]:
 
 
 def port_entries(cfg: PortAqm) -> list[TableEntry]:
-    """The `aqm_port` entry plus, for RED/M-RED or a drop-tail port with RedParams, its profile's tables."""
+    """The v1model entry builder: the `aqm_port` entry plus, for RED/M-RED or a drop-tail port with
+    RedParams, its profile's tables."""
     entries = [aqm_port_entry(cfg)]
     if cfg.red is not None:
         entries += profile_entries(cfg.profile, cfg.red)
@@ -236,7 +253,7 @@ def fixed_avg(packets: float) -> int:
 
 def ewma_step(avg_fp: int, q: int, wq_shift: int) -> int:
     """avg + (q - avg) * 2^-wq_shift as aqm.p4 computes it (truncating the step towards the old avg)."""
-    q_fp = 0xFFFF0000 if q > QUEUE_MAX else q << AVG_FRAC_BITS
+    q_fp = (QUEUE_MAX if q > QUEUE_MAX else q) << AVG_FRAC_BITS
     if q_fp >= avg_fp:
         return avg_fp + ((q_fp - avg_fp) >> wq_shift)
     return avg_fp - ((avg_fp - q_fp) >> wq_shift)

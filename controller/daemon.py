@@ -39,7 +39,7 @@ from p4handoff.controller.programmer import Programmer
 from p4handoff.controller.punts import dispatch
 from p4handoff.controller.session import BadPacketIn, Connected, Lost, PacketInEvent, SwitchSession, expected_cookie
 from p4handoff.controller.spool import Spool
-from p4handoff.controller.tofino import program_for
+from p4handoff.controller.targets import program_for
 from p4handoff.controller.switch_state import SwitchState, diff
 from p4handoff.controller.transmit import Transmitter
 from p4handoff.wire import AQM_MODES, TELEMETRY, TELEMETRY_AQM_MODE_NONE, load_constants

@@ -13,20 +13,19 @@ Schema of `Network` for editors.
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import Field, PlainSerializer, TypeAdapter, ValidationError, ValidationInfo, \
     ValidatorFunctionWrapHandler, field_validator, model_validator
 from pydantic.functional_validators import ModelWrapValidatorHandler
 
+from p4handoff.controller.network_aqm import AqmConfig
 from p4handoff.docmodel import IPv4, MAC, NAME_PATTERN, Checked, DocModel, Loc, Name, PathText, Problem, fail, \
-    field_path, hidden_default, kind, message, no_default, real, validate_all, whole
-from p4handoff.wire import AQM_MODES as WIRE_AQM_MODES
-from p4handoff.wire import DSCP_BEST_EFFORT, DSCP_IPF_PRIORITY_DEFAULT, DSCP_LE
+    field_path, hidden_default, kind, message, no_default, validate_all, whole
+from p4handoff.wire import DSCP_BEST_EFFORT, DSCP_IPF_PRIORITY_DEFAULT, DSCP_LE, PORT_MAX
 from p4handoff.paths import V1MODEL, pipeline_files
 from p4handoff.yamlfile import DocumentError, read_yaml
 
@@ -35,11 +34,6 @@ DEFAULT_CONTROLLER_ADDRESS = "192.0.2.1"   # RFC 5737 TEST-NET-1: never a real h
 
 ROLE_GATEWAY, ROLE_BS = "gateway", "bs"
 PORT_ACCESS, PORT_PEER, PORT_CORE = "access", "peer", "core"
-AQM_MODES = tuple(WIRE_AQM_MODES)     # droptail, red, mred: the one spelling (p4src AQM_MODE_*)
-RENAMED_AQM_MODES = {"drop-tail": "droptail"}   # refused with the new spelling (docs/controller.md)
-RED_KEYS = ("min_th", "max_th", "max_p", "w_q")   # required by red/mred, refused (with mean_pkt_time_us) on droptail
-MAX_PORT = 510          # BMv2 ports are 9 bits; 511 is the drop port
-MAX_QUEUE_LIMIT = 65535
 
 
 class NetworkError(DocumentError):
@@ -62,26 +56,6 @@ def _grpc(value: Any) -> str:
     return value
 
 
-def _aqm_mode(value: Any) -> str:
-    if isinstance(value, str) and value in RENAMED_AQM_MODES:
-        raise ValueError(f"{value!r} is now spelled {RENAMED_AQM_MODES[value]!r} (one spelling in network "
-                         f"and scenario files)")
-    if not isinstance(value, str) or value not in AQM_MODES:
-        raise ValueError(f"must be one of {', '.join(AQM_MODES)}; got {value!r}")
-    return value
-
-
-def _w_q(value: Any) -> float:
-    """w_q must be 2**-k (shift-only EWMA, Tofino-portable)."""
-    w = real(0.0, 0.5, lo_open=True).check(value)
-    k = -math.log2(w)
-    if abs(k - round(k)) > 1e-9 or not 1 <= round(k) <= 16:
-        nearest = min(range(1, 17), key=lambda n: abs(2.0 ** -n - w))
-        raise ValueError(f"{value} is not a power of two 2**-k (k in 1..16); nearest: {2.0 ** -nearest!r} "
-                         f"(2**-{nearest})")
-    return 2.0 ** -round(k)
-
-
 _CELL_MAP = TypeAdapter(dict[Name, IPv4])
 
 
@@ -92,66 +66,17 @@ def _cell_pairs(value: Any) -> tuple[tuple[str, str], ...]:
 
 
 Grpc = Annotated[str, Checked(_grpc, {"type": "string", "pattern": r"^(unix:/.+|.+:[0-9]{1,5})$"})]
-AqmMode = Annotated[str, Checked(_aqm_mode, {"enum": list(AQM_MODES)})]
-PowerOfTwo = Annotated[float, Checked(_w_q, {"enum": [2.0 ** -k for k in range(1, 17)]})]
 CellAddresses = Annotated[
     tuple[tuple[str, str], ...],
     Checked(_cell_pairs, {"type": "object", "propertyNames": {"pattern": NAME_PATTERN},
                           "additionalProperties": {"type": "string", "format": "ipv4"}}),
     PlainSerializer(dict)]
-QueueLength = Annotated[int, whole(0, MAX_QUEUE_LIMIT)]
 
 
 # --------------------------------------------------------------------------- the models
 
-class AqmConfig(DocModel):
-    """Queue management of one access egress port (packets; w_q = 2**-w_q_shift)."""
-
-    mode: AqmMode = "droptail"
-    limit: Annotated[int, whole(1, MAX_QUEUE_LIMIT)] = 64
-    dummy_threshold: QueueLength = Field(default_factory=lambda data: data.get("limit", 64) // 2,
-                                         description="DSBP: total occupancy from which dummies are refused "
-                                                     "(default limit/2)")
-    min_th: QueueLength = hidden_default(0)
-    max_th: Annotated[int, whole(1, MAX_QUEUE_LIMIT)] = hidden_default(0)
-    max_p: Annotated[float, real(0.0, 1.0, lo_open=True)] = hidden_default(0.0)
-    w_q: PowerOfTwo = hidden_default(2.0 ** -9, "EWMA weight, 2**-k (shift-only)")
-    mean_pkt_time_us: Annotated[float, real(0.0, 1e9, lo_open=True)] | None = Field(
-        default=None, description="RED idle correction: transmission time of a typical packet (omit: off)")
-
-    @property
-    def w_q_shift(self) -> int:
-        return round(-math.log2(self.w_q))
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _mode_keys(cls, data: Any, handler: ModelWrapValidatorHandler[AqmConfig]) -> AqmConfig:
-        """The RED parameters are required by red/mred and refused on a droptail port (judged by the keys given)."""
-        problems: list[Problem] = []
-        mode = data.get("mode", "droptail") if isinstance(data, dict) else None
-        if mode == "droptail":
-            problems += [((key,), "RED parameter given for a droptail port")
-                         for key in (*RED_KEYS, "mean_pkt_time_us") if key in data]
-        elif mode in AQM_MODES:
-            problems += [((key,), f"missing: required for mode {mode}") for key in RED_KEYS if key not in data]
-        obj, errors = validate_all(handler, data)
-        if errors or problems:
-            fail(cls, errors, problems)
-        return obj
-
-    @field_validator("dummy_threshold", "max_th")
-    @classmethod
-    def _within_limit(cls, value: int, info: ValidationInfo) -> int:
-        limit = info.data.get("limit")
-        if info.field_name == "max_th" and "min_th" in info.data and info.data["min_th"] >= value:
-            raise ValueError(f"{value} must be above min_th ({info.data['min_th']})")
-        if limit is not None and value > limit:
-            raise ValueError(f"{value} exceeds the queue limit {limit}")
-        return value
-
-
 class Port(DocModel):
-    number: Annotated[int, whole(0, MAX_PORT)]
+    number: Annotated[int, whole(0, PORT_MAX)]
     role: Literal["access", "peer", "core"]
     peer: Name | None = Field(default=None, validate_default=True,
                               description="peer ports: the neighbour switch's name")
@@ -233,7 +158,7 @@ class FixedHost(DocModel):
     address: IPv4
     mac: MAC
     switch: Name
-    port: Annotated[int, whole(0, MAX_PORT)]
+    port: Annotated[int, whole(0, PORT_MAX)]
     gateway: IPv4 | None = Field(default=None,
                                  description="the host's default gateway address: its switch answers ARP for it")
 
@@ -394,7 +319,7 @@ class Network(DocModel):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _across_objects(cls, data: Any, handler: ModelWrapValidatorHandler[Network]) -> Network:
+    def _across_objects(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
         """Checks between objects, run on every object that is valid even when others are not."""
         net, errors = validate_all(handler, data)
         parts = _Parts.of(net, data) if net is not None else _Parts.partial(data)

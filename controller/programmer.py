@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import ipaddress
 from collections import Counter
+from dataclasses import replace
 
-from p4handoff.controller.aqm_tables import MODES, PortAqm, RedParams
+from p4handoff.controller.aqm_tables import RedParams
 from p4handoff.controller.intents import Deliver, Forward, Punt, RouteAction, Tunnel
-from p4handoff.controller.network import PORT_ACCESS, PORT_PEER, AqmConfig, Network, Switch
+from p4handoff.controller.network import PORT_ACCESS, PORT_PEER, Network, Switch
 from p4handoff.controller.p4runtime import TableEntry
-from p4handoff.controller.tofino import TARGETS, TnaQueues, port_entries_for
+from p4handoff.controller.targets import aqm_builder
+from p4handoff.controller.tofino import TnaQueues
 from p4handoff.wire import TABLE_SIZES, load_constants
 
 _C = load_constants()
@@ -48,30 +50,31 @@ class Programmer:
     """Entries for one network description (the switch names index everything).
 
     `target` is the program the switches run: "v1model" (p4src/v1model/bs.p4) or "tna"
-    (p4src/tna/bs_tna.p4); only the AQM entries differ (controller/tofino.py).
+    (p4src/tna/bs_tna.p4); only the AQM entries differ: its builder is chosen here, once
+    (controller/targets.py).
     """
 
     def __init__(self, net: Network, target: str = "v1model", queues: TnaQueues = TnaQueues()) -> None:
-        if target not in TARGETS:
-            raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
+        self.aqm_entries = aqm_builder(target, queues)
         self.net = net
         self.target = target
-        self.queues = queues
 
     # ---------------------------------------------------------------- static state
 
     def capacity_problems(self) -> list[tuple[str, str]]:
-        """(switch, problem) for every table whose entries would not fit its P4 size (size.p4).
+        """(switch, problem) for every table whose entries would not fit its size in the target's program
+        (size.p4: red_pa on v1model, red_pa_gap on TNA).
 
         `ipv4_fwd` counts one /32 per mobile host on top of the static entries.
         """
+        sizes = TABLE_SIZES[self.target]
         problems = []
         for sw in self.net.switches:
             need = Counter(e.table for e in self.static_entries(sw.name))
             need[T_FWD] += len(self.net.mobile_hosts)
-            problems += [(sw.name, f"{n} entries for table {t} exceed its size {TABLE_SIZES[t]} "
-                                   f"(SIZE_{t.upper()}, p4src/include/size.p4)")
-                         for t, n in sorted(need.items()) if t in TABLE_SIZES and n > TABLE_SIZES[t]]
+            problems += [(sw.name, f"{n} entries for table {t} exceed its size {sizes[t].entries} "
+                                   f"({sizes[t].constant}, p4src/include/size.p4)")
+                         for t, n in sorted(need.items()) if t in sizes and n > sizes[t].entries]
         return problems
 
     def static_entries(self, name: str) -> list[TableEntry]:
@@ -121,20 +124,14 @@ class Programmer:
     def _aqm_entries(self, sw: Switch) -> list[TableEntry]:
         """aqm_port per access port plus one RED profile per distinct parameter set of this switch."""
         out: list[TableEntry] = []
-        profiles: dict[tuple, int] = {}
-        seen_profiles: set[int] = set()
+        profiles: dict[RedParams | None, int] = {}
         for p in sw.ports:
             if p.role != PORT_ACCESS or p.aqm is None:
                 continue
-            red = _red_params(p.aqm)
-            key = (red.min_th, red.max_th, red.max_p, red.wq_shift, red.mean_pkt_time_us) if red else ("none",)
-            profile = profiles.setdefault(key, len(profiles))
-            entries = port_entries_for(self.target, PortAqm(p.number, MODES[p.aqm.mode], p.aqm.limit,
-                                                             p.aqm.dummy_threshold, profile, red), self.queues)
-            if profile in seen_profiles:
-                entries = entries[:1]                  # the profile's tables are already in
-            seen_profiles.add(profile)
-            out += entries
+            cfg = p.aqm.port_aqm(p.number)
+            shared = cfg.red in profiles
+            entries = self.aqm_entries(replace(cfg, profile=profiles.setdefault(cfg.red, len(profiles))))
+            out += entries[:1] if shared else entries       # a shared profile's tables are already in
         return out
 
     # ---------------------------------------------------------------- mobility routes
@@ -215,8 +212,3 @@ class Programmer:
     def _host_route(addr: str, action: str, params: dict[str, int]) -> TableEntry:
         return TableEntry(T_FWD, {"dst_addr": (ip(addr), 32)}, action, params)
 
-
-def _red_params(cfg: AqmConfig) -> RedParams | None:
-    if cfg.mode == "droptail":
-        return None
-    return RedParams(cfg.min_th, cfg.max_th, cfg.max_p, cfg.w_q_shift, cfg.mean_pkt_time_us)

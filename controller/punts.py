@@ -17,13 +17,12 @@ from p4handoff.controller.intents import Effect
 from p4handoff.controller.mobility import Mobility
 from p4handoff.controller.packets import PacketError, parse_ipv4, parse_udp, split_ethernet
 from p4handoff.controller.registration import RegistrationError, RegistrationRequest
-from p4handoff.wire import UDP_PORT_MIP_REGISTRATION, load_constants
+from p4handoff.wire import PORT_MAX, UDP_PORT_MIP_REGISTRATION, load_constants
 
 _C = load_constants()
 REASON_BUFFER, REASON_REGISTRATION, REASON_TELEMETRY = (
     _C["PUNT_REASON_BUFFER"], _C["PUNT_REASON_REGISTRATION"], _C["PUNT_REASON_TELEMETRY"])
 REASON_NAMES = {v: k[len("PUNT_REASON_"):].lower() for k, v in _C.items() if k.startswith("PUNT_REASON_")}
-MAX_PORT = 511           # ingress_port is 9 bits wide
 
 
 
@@ -47,7 +46,7 @@ def dispatch(mob: Mobility, log: LogFn, switch: str, metadata: dict[str, int], p
             return Dispatched("ignored")
         return Dispatched("buffer", mob.packet_in(switch, packet, now))
     if reason == REASON_REGISTRATION:
-        if not isinstance(port, int) or not 0 <= port <= MAX_PORT:
+        if not isinstance(port, int) or not 0 <= port <= PORT_MAX:
             log("registration_rejected", {"switch": switch, "port": port, "reason": "no valid ingress_port"})
             return Dispatched("ignored")
         return Dispatched("registration", registration(mob, log, switch, port, payload, now, received))

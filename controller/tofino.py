@@ -1,9 +1,9 @@
-"""The one mapping between the v1model program and the TNA program (p4src/tna/, docs/tofino.md).
+"""The TNA program's AQM entry builder (p4src/tna/, docs/tofino.md); v1model's is `aqm_tables.port_entries`.
 
 Both programs carry the same P4Info names for every table, action, parameter,
 counter and packet-metadata field the controller uses, except where the
-Tofino AQM computes differently; `tna_entries` turns the v1model form of the
-AQM entries into the TNA form:
+Tofino AQM computes differently; `port_entries` writes the TNA form of the
+AQM entries from the same `PortAqm`:
 
 * queue thresholds: the traffic manager reports depth in 80-byte cells, so
   `qlimit`, `dummy_th`, `min_th`, `max_th` and the `red_pb` average ranges
@@ -30,21 +30,14 @@ import math
 from dataclasses import dataclass, replace
 from typing import Iterable
 
-from p4handoff.controller.aqm_tables import AVG_ONE, PortAqm, RedParams, ewma_step, pa_thresholds, pb_level_ranges, port_entries
-from p4handoff.paths import V1MODEL
+from p4handoff.controller.aqm_tables import (AVG_ONE, PortAqm, RedParams, aqm_port_entry, ewma_step, pa_thresholds,
+                                             pb_level_ranges)
 from p4handoff.controller.p4runtime import TableEntry
 from p4handoff.wire import PROB_BITS, PROB_ONE, TNA_PROB_BITS
 
-TARGETS = (V1MODEL, "tna")
 CELL_BYTES = 80                      # Tofino traffic-manager cell
-T_RED_PB, T_RED_PA, T_RED_PA_GAP, T_AQM_IDLE = "red_pb", "red_pa", "red_pa_gap", "aqm_idle"
+T_RED_PB, T_RED_PA_GAP = "red_pb", "red_pa_gap"
 TNA_PROB_ONE = 1 << TNA_PROB_BITS
-
-
-def program_for(target: str) -> str:
-    """The program a description's `controller.target` runs (p4handoff.paths.pipeline_files): v1model, or TNA on
-    either Tofino; the Programmer takes it, so both targets share every other code path."""
-    return V1MODEL if target == V1MODEL else "tna"
 
 
 @dataclass(frozen=True)
@@ -62,7 +55,7 @@ def scale_port(cfg: PortAqm, queues: TnaQueues) -> PortAqm:
     """The same port AQM with every queue threshold in cells instead of packets."""
     c = queues.cells_per_packet
     red = cfg.red and replace(cfg.red, min_th=cfg.red.min_th * c, max_th=cfg.red.max_th * c)
-    return replace(cfg, qlimit=cfg.qlimit * c, dummy_th=cfg.dummy_th * c, red=red)
+    return replace(cfg, limit=cfg.limit * c, dummy_threshold=cfg.dummy_threshold * c, red=red)
 
 
 def tna_thresholds(thresholds: list[int]) -> list[int]:
@@ -172,14 +165,11 @@ def red_pa_gap_entries(profile: int, red: RedParams) -> list[TableEntry]:
             for value, plen, count in gap_prefixes(gap_ranges(tna_thresholds(pa_thresholds(p_b)), TNA_PROB_ONE))]
 
 
-def port_entries_for(target: str, cfg: PortAqm, queues: TnaQueues = TnaQueues()) -> list[TableEntry]:
-    """`aqm_tables.port_entries` for `target`: as is on v1model, mapped (see module doc) on TNA."""
-    if target not in TARGETS:
-        raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
-    if target == "v1model":
-        return port_entries(cfg)
+def port_entries(cfg: PortAqm, queues: TnaQueues = TnaQueues()) -> list[TableEntry]:
+    """The TNA entry builder (v1model's is `aqm_tables.port_entries`): the `aqm_port` entry in cells, and for
+    RED/M-RED the profile's `red_pb` and `red_pa_gap` entries (see module doc)."""
     scaled = scale_port(cfg, queues)
-    entries = [e for e in port_entries(scaled) if e.table not in (T_RED_PB, T_RED_PA, T_AQM_IDLE)]
+    entries = [aqm_port_entry(scaled)]
     if scaled.red is not None:
         entries += red_pb_entries(scaled.profile, scaled.red) + red_pa_gap_entries(scaled.profile, scaled.red)
     return entries

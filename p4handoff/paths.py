@@ -15,6 +15,8 @@ from typing import Final
 BUILD_ENV: Final = "P4HANDOFF_BUILD"
 V1MODEL: Final = "v1model"
 TOFINO_CHIPS: Final = ("tofino", "tofino2")
+TNA: Final = "tna"                      # the program both Tofino chips run (p4src/tna/bs_tna.p4)
+PROGRAMS: Final = (V1MODEL, TNA)
 
 
 def build_dir() -> Path:

@@ -17,7 +17,9 @@ import operator
 import re
 import struct
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
+
+from p4handoff.paths import PROGRAMS
 
 P4_INCLUDE = Path(str(importlib.resources.files("p4handoff") / "p4include"))
 CONSTANTS_P4 = P4_INCLUDE / "constants.p4"
@@ -140,6 +142,7 @@ AQM_CLASS_PRIO: int = _C["AQM_CLASS_PRIO"]
 AQM_CLASS_DUMMY: int = _C["AQM_CLASS_DUMMY"]
 AQM_CLASS_STRIDE: int = _C["AQM_CLASS_STRIDE"]
 PORT_SLOTS: int = _C["PORT_SLOTS"]
+PORT_MAX: int = _C["PORT_MAX"]
 AVG_FRAC_BITS: int = _C["AVG_FRAC_BITS"]
 PROB_BITS: int = _C["PROB_BITS"]
 DECAY_FRAC_BITS: int = _C["DECAY_FRAC_BITS"]
@@ -147,10 +150,13 @@ PROB_ONE: int = _C["PROB_ONE"]
 DECAY_ONE: int = _C["DECAY_ONE"]
 PB_LEVEL_NONE: int = _C["PB_LEVEL_NONE"]
 COUNT_MAX: int = _C["COUNT_MAX"]
+QUEUE_MAX: int = _C["QUEUE_MAX"]
 TELEMETRY_AQM_MODE_NONE: int = _C["TELEMETRY_AQM_MODE_NONE"]
 TNA_PROB_BITS: int = _C["TNA_PROB_BITS"]
 DUMMY_MAX_RECIRC: int = _C["DUMMY_MAX_RECIRC"]
 REASON_STRIDE: int = _C["REASON_STRIDE"]
+PORT_CLASS_SLOTS: int = _C["PORT_CLASS_SLOTS"]
+PORT_REASON_SLOTS: int = _C["PORT_REASON_SLOTS"]
 PACKET_OUT_BYTES: int = _C["PACKET_OUT_BYTES"]
 MALFORMED_TRUNCATED: int = _C["MALFORMED_TRUNCATED"]
 MALFORMED_IPV4_VERSION: int = _C["MALFORMED_IPV4_VERSION"]
@@ -167,7 +173,30 @@ FWD_DROP_PACKET_OUT: int = _C["FWD_DROP_PACKET_OUT"]
 
 # The AQM modes by name: AQM_MODE_DROPTAIL -> "droptail" (the one spelling, in network and scenario files).
 AQM_MODES: dict[str, int] = {n.removeprefix("AQM_MODE_").lower(): v for n, v in _C.items() if n.startswith("AQM_MODE_")}
-# Table sizes (size.p4): SIZE_IPV4_FWD -> "ipv4_fwd".
-TABLE_SIZES: dict[str, int] = {n.removeprefix("SIZE_").lower(): v for n, v in _C.items() if n.startswith("SIZE_")}
+
+
+class TableSize(NamedTuple):
+    """A table's `size` in one program, and the size.p4 constant that sets it."""
+
+    constant: str
+    entries: int
+
+
+def table_sizes(constants: dict[str, int], program: str) -> dict[str, TableSize]:
+    """Table -> its size in `program` (v1model or tna): SIZE_<TABLE> sizes a table of both programs,
+    SIZE_<PROGRAM>_<TABLE> one of that program only (size.p4)."""
+    own = f"SIZE_{program.upper()}_"
+    others = tuple(f"SIZE_{p.upper()}_" for p in PROGRAMS if p != program)
+    out = {}
+    for name, value in constants.items():
+        if name.startswith(own):
+            out[name.removeprefix(own).lower()] = TableSize(name, value)
+        elif name.startswith("SIZE_") and not name.startswith(others):
+            out[name.removeprefix("SIZE_").lower()] = TableSize(name, value)
+    return out
+
+
+# Table sizes (size.p4) by program: TABLE_SIZES["tna"]["red_pa_gap"] = TableSize("SIZE_TNA_RED_PA_GAP", 11264).
+TABLE_SIZES: dict[str, dict[str, TableSize]] = {p: table_sizes(_C, p) for p in PROGRAMS}
 # The telemetry answer after packet_in in a PacketIn's payload (docs/wire-contract.md, "telemetry").
 TELEMETRY = HeaderLayout("telemetry_t", load_header("telemetry_t"))

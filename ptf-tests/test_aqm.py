@@ -26,8 +26,8 @@ class RedVsMredPriorityBurst(BsTest):
     BACKLOG, BURST, RATE = 10, 30, 20
 
     def runTest(self):
-        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_MRED, qlimit=60, dummy_th=60, red=self.RED))
-        self.client.insert(aqm_port_entry(PortAqm(ACCESS2, AQM_MODE_RED, qlimit=60, dummy_th=60, red=self.RED)))
+        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_MRED, limit=60, dummy_threshold=60, red=self.RED))
+        self.client.insert(aqm_port_entry(PortAqm(ACCESS2, AQM_MODE_RED, limit=60, dummy_threshold=60, red=self.RED)))
         self.set_queue_rate(self.RATE, ACCESS)
         self.set_queue_rate(self.RATE, ACCESS2)
         results = {}
@@ -71,7 +71,7 @@ class EarlyDropMatchesAnalyticLaw(BsTest):
     PACKETS = 2000
 
     def runTest(self):
-        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_RED, qlimit=60, dummy_th=60, profile=1, red=self.RED))
+        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_RED, limit=60, dummy_threshold=60, profile=1, red=self.RED))
         frame = bytes(udp_to(MH_ADDR))
         for avg in (16.5625, 31.5625):  # midpoints of levels 10 and 34
             pinned = fixed_avg(avg)
@@ -119,7 +119,7 @@ class IdleCorrection(BsTest):
     RED = RedParams(min_th=30, max_th=60, max_p=0.1, wq_shift=4, mean_pkt_time_us=20000.0)
 
     def runTest(self):
-        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_RED, qlimit=60, dummy_th=60, red=self.RED))
+        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_RED, limit=60, dummy_threshold=60, red=self.RED))
         frame = udp_to(MH_ADDR)
         t_start = time.monotonic()
         testutils.send_packet(self, 1, frame)
@@ -146,7 +146,7 @@ class QueueLimitKeepsBmv2FromDropping(BsTest):
     leaves the switch: delivered == enqueued, the rest counted as overflow."""
 
     def runTest(self):
-        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_DROPTAIL, qlimit=10, dummy_th=5))
+        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_DROPTAIL, limit=10, dummy_threshold=5))
         self.set_queue_rate(100, ACCESS)
         sent = self.send_all(1, (udp_to(MH_ADDR, seq=i) for i in range(40)))
         received = self.collect(ACCESS, idle_timeout=0.5)
@@ -165,7 +165,7 @@ class OccupancyBackToZero(BsTest):
     RED = RedParams(min_th=3, max_th=12, max_p=0.3, wq_shift=1, levels=8)
 
     def runTest(self):
-        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_MRED, qlimit=20, dummy_th=10, red=self.RED))
+        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_MRED, limit=20, dummy_threshold=10, red=self.RED))
         self.set_queue_rate(200, ACCESS)
         for _burst in range(3):
             frames = []
@@ -190,13 +190,13 @@ class ModeChangeAtRuntime(BsTest):
     RED = RedParams(min_th=1, max_th=2, max_p=1.0, wq_shift=0, levels=1, mean_pkt_time_us=1000.0)
 
     def runTest(self):
-        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_DROPTAIL, qlimit=60, dummy_th=60, red=self.RED))
+        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_DROPTAIL, limit=60, dummy_threshold=60, red=self.RED))
         self.set_queue_rate(20, ACCESS)
         self.send_all(1, (udp_to(MH_ADDR, seq=i) for i in range(6)))
         self.assertEqual(self.aqm_count("aqm_red_dropped", ACCESS, NP).packets, 0)
         self.wait_drained(ACCESS)
         self.client.write([(UpdateType.MODIFY, aqm_port_entry(
-            PortAqm(ACCESS, AQM_MODE_RED, qlimit=60, dummy_th=60, red=self.RED)))])
+            PortAqm(ACCESS, AQM_MODE_RED, limit=60, dummy_threshold=60, red=self.RED)))])
         self.send_all(1, (udp_to(MH_ADDR, seq=i) for i in range(6)))
         # w_q = 1: avg = q. The queue drains one packet per 50 ms, the six arrive within a few ms:
         # once two are queued avg >= max_th and the rest are dropped

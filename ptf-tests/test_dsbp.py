@@ -21,7 +21,7 @@ class DummiesLeaveAfterBackloggedData(BsTest):
     priority queue on its own; the pipeline holds a dummy back while data waits on its port.)"""
 
     def runTest(self):
-        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_DROPTAIL, qlimit=60, dummy_th=50))
+        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_DROPTAIL, limit=60, dummy_threshold=50))
         self.set_queue_rate(100, ACCESS)
         self.send_all(1, (tcp_to(MH_ADDR, seq=i) for i in range(30)))
         self.send_all(1, (tcp_to(MH_ADDR, seq=100 + i, dummy=True) for i in range(10)))
@@ -41,7 +41,7 @@ class DummiesDroppedFirst(BsTest):
     admitted; data is only lost once its own limit (qlimit 20) is reached."""
 
     def runTest(self):
-        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_DROPTAIL, qlimit=20, dummy_th=10))
+        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_DROPTAIL, limit=20, dummy_threshold=10))
         self.set_queue_rate(20, ACCESS)
         self.send_all(1, (tcp_to(MH_ADDR, seq=i) for i in range(15)))
         self.send_all(1, (tcp_to(MH_ADDR, seq=100 + i, dummy=True) for i in range(5)))
@@ -59,7 +59,7 @@ class DummiesNotInAverage(BsTest):
     RED = RedParams(min_th=2, max_th=6, max_p=0.5, wq_shift=1, levels=4)
 
     def runTest(self):
-        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_RED, qlimit=60, dummy_th=40, red=self.RED))
+        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_RED, limit=60, dummy_threshold=40, red=self.RED))
         self.set_queue_rate(100, ACCESS)
         self.send_all(1, (tcp_to(MH_ADDR, seq=i, dummy=True) for i in range(30)))
         self.count_reaching("aqm_enqueued", ACCESS, DUMMY, 30)  # all arrived (the queue drains at 100 pps)
@@ -75,7 +75,7 @@ class DummyNeedsBothMarks(BsTest):
     """Dummy = TCP dummy flag AND DSCP LE (on the innermost header); either alone is ordinary data."""
 
     def runTest(self):
-        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_DROPTAIL, qlimit=60, dummy_th=60))
+        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_DROPTAIL, limit=60, dummy_threshold=60))
         flag_only = tcp_to(MH_ADDR, seq=1, dummy=True, dscp=0)
         le_only = tcp_to(MH_ADDR, seq=2, dscp=C["DSCP_LE"])
         both = tcp_to(MH_ADDR, seq=3, dummy=True)

@@ -24,7 +24,7 @@ class SanitiseTest(BsTest):
     def setUp(self):
         super().setUp()
         self.route(TRANSIT + "/32", CORE, CORE_NH_MAC)
-        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_DROPTAIL, qlimit=50, dummy_th=40))
+        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_DROPTAIL, limit=50, dummy_threshold=40))
 
     def assert_class_counts(self, np: int, prio: int) -> None:
         self.assertEqual(self.aqm_count("aqm_enqueued", ACCESS, C["AQM_CLASS_NP"]).packets, np)

@@ -12,7 +12,7 @@ class TelemetryProbe(BsTest):
 
     def runTest(self):
         red = RedParams(min_th=30, max_th=60, max_p=0.1, wq_shift=3)
-        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_MRED, qlimit=60, dummy_th=60, red=red))
+        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_MRED, limit=60, dummy_threshold=60, red=red))
         self.set_queue_rate(10, ACCESS)
         self.send_all(1, (udp_to(MH_ADDR, seq=i) for i in range(8)))
         # send_all returns before the switch has queued them (under load the probe overtook them)

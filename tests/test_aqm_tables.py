@@ -130,18 +130,18 @@ def test_bad_red_parameters_are_refused(kwargs, message):
 
 
 def test_bad_port_configurations_are_refused():
-    with pytest.raises(ValueError, match="dummy_th"):
-        PortAqm(2, AQM_MODE_DROPTAIL, qlimit=10, dummy_th=11)
+    with pytest.raises(ValueError, match="dummy_threshold"):
+        PortAqm(2, AQM_MODE_DROPTAIL, limit=10, dummy_threshold=11)
     with pytest.raises(ValueError, match="need RedParams"):
-        PortAqm(2, AQM_MODE_MRED, qlimit=10, dummy_th=5)
+        PortAqm(2, AQM_MODE_MRED, limit=10, dummy_threshold=5)
     with pytest.raises(ValueError, match="mode"):
-        PortAqm(2, 3, qlimit=10, dummy_th=5)
-    with pytest.raises(ValueError, match="qlimit"):
-        PortAqm(2, AQM_MODE_DROPTAIL, qlimit=0, dummy_th=0)
+        PortAqm(2, 3, limit=10, dummy_threshold=5)
+    with pytest.raises(ValueError, match="limit"):
+        PortAqm(2, AQM_MODE_DROPTAIL, limit=0, dummy_threshold=0)
 
 
 def test_port_entries_carry_fixed_point_thresholds():
-    entries = port_entries(PortAqm(2, AQM_MODE_RED, qlimit=300, dummy_th=200, profile=3, red=PAPER))
+    entries = port_entries(PortAqm(2, AQM_MODE_RED, limit=300, dummy_threshold=200, profile=3, red=PAPER))
     port = entries[0]
     assert (port.table, dict(port.match), port.action) == ("aqm_port", {"port": 2}, "aqm_set")
     assert dict(port.params) == {"mode": AQM_MODE_RED, "profile": 3, "qlimit": 300, "dummy_th": 200,
@@ -158,7 +158,7 @@ def test_entries_encode_against_the_compiled_p4info():
     from p4handoff.controller.p4runtime.entities import encode_table_entry
 
     p4info = P4Info.load(P4INFO)
-    for cfg in (PortAqm(2, AQM_MODE_MRED, qlimit=64, dummy_th=48, red=PAPER),
-                PortAqm(4, AQM_MODE_DROPTAIL, qlimit=64, dummy_th=48, profile=1)):
+    for cfg in (PortAqm(2, AQM_MODE_MRED, limit=64, dummy_threshold=48, red=PAPER),
+                PortAqm(4, AQM_MODE_DROPTAIL, limit=64, dummy_threshold=48, profile=1)):
         for entry in port_entries(cfg):
             encode_table_entry(p4info, entry)

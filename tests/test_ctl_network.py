@@ -34,7 +34,7 @@ def test_example_loads_with_derived_fields():
     assert mh1.cell_address("bs2") == "10.0.12.1" and mh1.cell_address("gw") is None
     assert net.mobile("mh2").correspondents == ("ch",)       # default: every fixed host
     aqm = net.switch("bs1").port(1).aqm
-    assert (aqm.mode, aqm.min_th, aqm.max_th, aqm.w_q_shift) == ("mred", 100, 200, 9)
+    assert (aqm.mode, aqm.min_th, aqm.max_th, aqm.wq_shift) == ("mred", 100, 200, 9)
     assert (aqm.limit, aqm.dummy_threshold, aqm.mean_pkt_time_us) == (300, 150, 2048)   # dummies: limit/2
     assert net.fixed("ch").gateway == "10.0.0.254"
     assert net.peered("bs1", "bs2") and net.peered("gw", "bs2") and not net.peered("bs1", "ch")

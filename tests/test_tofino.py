@@ -22,8 +22,9 @@ from p4handoff.controller.p4runtime import P4Info, TableEntry
 from p4handoff.controller.p4runtime.entities import encode_table_entry
 from p4handoff.controller.port_counters import PORT_COUNTERS
 from p4handoff.controller.programmer import Programmer
+from p4handoff.controller.targets import aqm_builder
 from p4handoff.controller.tofino import (TNA_PROB_ONE, TnaQueues, cell_ranges, gap_prefixes, gap_ranges, lpf_error_report,
-                               lpf_time_constant_ns, pa_quantisation_error, port_entries_for, red_pa_gap_entries,
+                               lpf_time_constant_ns, pa_quantisation_error, red_pa_gap_entries,
                                scale_port, tna_thresholds)
 from p4handoff.wire import AQM_MODE_MRED, AQM_MODE_RED, PROB_ONE, TNA_PROB_BITS
 
@@ -68,8 +69,8 @@ def controller_entries(target: str) -> list[TableEntry]:
     """Every kind of entry the controller writes: a whole example network, plus a RED port."""
     p = Programmer(NET, target)
     entries = [e for sw in NET.switches for e in p.static_entries(sw.name)] + [p.ipf_config()]
-    red = PortAqm(9, AQM_MODE_RED, qlimit=64, dummy_th=48, profile=3, red=LAB)
-    return entries + port_entries_for(target, red)
+    red = PortAqm(9, AQM_MODE_RED, limit=64, dummy_threshold=48, profile=3, red=LAB)
+    return entries + aqm_builder(target)(red)
 
 
 # -- the mapping -------------------------------------------------------------------------------------
@@ -155,26 +156,25 @@ def test_tna_thresholds_round_p_a_to_the_16_bit_grid(red):
 
 
 def test_cell_ranges_tile_the_band_in_whole_cells():
-    red = scale_port(PortAqm(2, AQM_MODE_RED, qlimit=64 * 19, dummy_th=48, red=PAPER), TnaQueues()).red
+    red = scale_port(PortAqm(2, AQM_MODE_RED, limit=64 * 19, dummy_threshold=48, red=PAPER), TnaQueues()).red
     cells = cell_ranges(pb_level_ranges(red))
     assert cells[0][0] == red.min_fp // AVG_ONE and cells[-1][1] == red.max_fp // AVG_ONE - 1
     assert all(a[1] + 1 == b[0] and a[2] < b[2] for a, b in zip(cells, cells[1:]))
 
 
 def test_v1model_entries_are_untouched():
-    cfg = PortAqm(2, AQM_MODE_MRED, qlimit=64, dummy_th=48, red=PAPER)
-    assert port_entries_for("v1model", cfg) == port_entries(cfg)
+    assert aqm_builder("v1model") is port_entries
 
 
 def test_tna_entries_are_in_cells_with_gap_ranges_and_no_idle_table():
-    cfg = PortAqm(2, AQM_MODE_MRED, qlimit=64, dummy_th=48, profile=1, red=LAB)
+    cfg = PortAqm(2, AQM_MODE_MRED, limit=64, dummy_threshold=48, profile=1, red=LAB)
     c = TnaQueues(packet_bytes=1500).cells_per_packet
     assert c == 19
-    entries = port_entries_for("tna", cfg)
+    entries = aqm_builder("tna")(cfg)
     tables = {e.table for e in entries}
     assert tables == {"aqm_port", "red_pb", "red_pa_gap"}
     [port] = [e for e in entries if e.table == "aqm_port"]
-    v1 = port_entries_for("v1model", cfg)[0]
+    v1 = port_entries(cfg)[0]
     for name in ("qlimit", "dummy_th", "min_th", "max_th"):
         assert port.params[name] == v1.params[name] * c, name
     pb_v1 = [e.match["avg"] for e in port_entries(cfg) if e.table == "red_pb"]
@@ -187,11 +187,11 @@ def test_tna_entries_are_in_cells_with_gap_ranges_and_no_idle_table():
 
 
 def test_scaling_keeps_the_port_valid_and_refuses_bad_targets():
-    cfg = PortAqm(2, AQM_MODE_RED, qlimit=100, dummy_th=80, red=LAB)
+    cfg = PortAqm(2, AQM_MODE_RED, limit=100, dummy_threshold=80, red=LAB)
     scaled = scale_port(cfg, TnaQueues(packet_bytes=160))
-    assert (scaled.qlimit, scaled.dummy_th, scaled.red.min_th, scaled.red.max_th) == (200, 160, 40, 120)
+    assert (scaled.limit, scaled.dummy_threshold, scaled.red.min_th, scaled.red.max_th) == (200, 160, 40, 120)
     with pytest.raises(ValueError, match="target"):
-        port_entries_for("psa", cfg)
+        aqm_builder("psa")
     with pytest.raises(ValueError, match="target"):
         Programmer(NET, "psa")
 

@@ -85,7 +85,7 @@ def _load_fitting(path: str) -> Network:
     """load_network, then refuse a network whose entries would not fit the P4 tables (NetworkError)."""
     net = load_network(path)
     from p4handoff.controller.programmer import Programmer   # grpc and the protos load only here
-    from p4handoff.controller.tofino import program_for
+    from p4handoff.controller.targets import program_for
 
     problems = Programmer(net, program_for(net.controller.target)).capacity_problems()
     if problems:

@@ -69,6 +69,10 @@ const bit<2> AQM_CLASS_PRIO = 1;
 const bit<2> AQM_CLASS_DUMMY = 2;
 const bit<32> AQM_CLASS_STRIDE = 4;
 const bit<32> PORT_SLOTS = 512;
+/* The highest port number a network description may name: ports are
+ * 9 bits (PORT_SLOTS of them) and BMv2 drops what is sent to the last one
+ * (511); a punted packet's ingress_port is checked against it too */
+const bit<32> PORT_MAX = PORT_SLOTS - 2;
 
 /* Fixed point: average occupancy is Q16.16 packets; probabilities are
  * thresholds against a uniform random number of PROB_BITS bits; the idle
@@ -80,6 +84,10 @@ const bit<8> DECAY_FRAC_BITS = 12;
 const bit<32> PROB_ONE = 32w1 << PROB_BITS;
 /* 1.0 in Q0.DECAY_FRAC_BITS */
 const bit<13> DECAY_ONE = 13w1 << DECAY_FRAC_BITS;
+/* The largest queue occupancy the Q16.16 average represents, packets: the
+ * bound of every queue limit and threshold (qlimit, dummy_th, min_th,
+ * max_th); a larger occupancy enters the average as QUEUE_MAX */
+const bit<32> QUEUE_MAX = 0xFFFF;
 /* the p_b level of an average that no red_pb entry covers (below min_th) */
 const bit<8> PB_LEVEL_NONE = 255;
 /* the red_count register saturates here */
@@ -100,6 +108,11 @@ const bit<8> DUMMY_MAX_RECIRC = 250;
 /* Reason-indexed counters (malformed, fwd_dropped, punted) are indexed
  * port * REASON_STRIDE + reason */
 const bit<32> REASON_STRIDE = 16;
+
+/* Slots of the per-port-per-class and per-port-per-reason counters and
+ * registers of both programs */
+const bit<32> PORT_CLASS_SLOTS = PORT_SLOTS * AQM_CLASS_STRIDE;
+const bit<32> PORT_REASON_SLOTS = PORT_SLOTS * REASON_STRIDE;
 
 /* Bytes of the packet_out header in front of the Ethernet header of a
  * PacketOut's payload (headers.p4, packet_out_t) */

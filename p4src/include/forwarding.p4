@@ -182,6 +182,13 @@ control Ipv4Forwarding(inout headers_t hdr, inout local_meta_t meta) {
         if (hdr.ipv4.isValid()) {
             meta.l3_dst = hdr.ipv4.dst;
             ttl = hdr.ipv4.ttl;
+            /* what a tunnel this switch starts carries over from ipv4,
+             * unless an inner header overrides it below: read here, where
+             * ipv4 is known valid (ipv4 is only ever invalidated when inner
+             * is valid) */
+            dscp = hdr.ipv4.dscp;
+            ecn = hdr.ipv4.ecn;
+            total_len = hdr.ipv4.total_len;
         } else if (hdr.inner.isValid()) {
             meta.l3_dst = hdr.inner.dst;
             ttl = hdr.inner.ttl;
@@ -209,14 +216,12 @@ control Ipv4Forwarding(inout headers_t hdr, inout local_meta_t meta) {
                     hdr.ipv4_opts.setInvalid();
                 }
                 /* the header the new tunnel carries: inner if present (a
-                 * transit tunnel's, or after decapsulation), else ipv4; read
-                 * directly, not after the invalidation above (Tofino stages) */
+                 * transit tunnel's, or after decapsulation), else ipv4 (its
+                 * fields read above); read directly, not after the
+                 * invalidation above (Tofino stages) */
                 if (hdr.inner.isValid()) {
                     ecn = hdr.inner.ecn;
                     total_len = hdr.inner.total_len;
-                } else {
-                    ecn = hdr.ipv4.ecn;
-                    total_len = hdr.ipv4.total_len;
                 }
                 if (meta.tunnel_mark == 1 || meta.ipf_priority) {
                     /* the priority mark */
@@ -224,10 +229,9 @@ control Ipv4Forwarding(inout headers_t hdr, inout local_meta_t meta) {
                     dscp = meta.ipf_dscp;
                 } else if (hdr.inner.isValid()) {
                     /* else the inner codepoint (already sanitised: never the
-                     * priority codepoint), so LE dummies stay LE */
+                     * priority codepoint), so LE dummies stay LE; without
+                     * inner, ipv4's */
                     dscp = hdr.inner.dscp;
-                } else {
-                    dscp = hdr.ipv4.dscp;
                 }
                 push_tunnel_header(dscp, ecn, total_len);
             }

@@ -111,7 +111,7 @@ control TnaAqmEgress(inout tna_headers_t hdr, inout tna_egress_meta_t meta,
         }
         actions = { set_pb_level; @defaultonly NoAction; }
         default_action = NoAction();
-        size = 2048;
+        size = SIZE_RED_PB;
     }
 
     @name(".set_min_count")
@@ -139,7 +139,7 @@ control TnaAqmEgress(inout tna_headers_t hdr, inout tna_egress_meta_t meta,
         }
         actions = { set_min_count; @defaultonly gap_certain; }
         default_action = gap_certain();
-        size = 11264;  /* 22 TCAM blocks; the paper's parameters need 10 558 entries */
+        size = SIZE_TNA_RED_PA_GAP;  /* include/size.p4 */
     }
 
     /* Each step below is one action: Tofino runs an action's operations in

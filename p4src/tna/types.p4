@@ -29,9 +29,6 @@ const bit<2> TELEMETRY_QUEUE = 3;
 /* telemetry.aqm_mode of a port without AQM (as v1model's 8w255) */
 const bit<8> TELEMETRY_NO_AQM = 255;
 
-#define PORT_CLASS_SLOTS (PORT_SLOTS * AQM_CLASS_STRIDE)
-#define PORT_REASON_SLOTS (PORT_SLOTS * REASON_STRIDE)
-
 /* Ingress -> egress: the egress port's AQM configuration and the class
  * (the AQM decision is made in egress, where the queue depth is known),
  * or, for a telemetry probe, the port it asks about. Ingress also resolves

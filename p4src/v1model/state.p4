@@ -21,10 +21,7 @@
 #include <core.p4>
 #include <v1model.p4>
 #include "../include/headers.p4"
-#include "../include/aqm.p4"
-
-#define PORT_CLASS_SLOTS (PORT_SLOTS * AQM_CLASS_STRIDE)
-#define PORT_REASON_SLOTS (PORT_SLOTS * REASON_STRIDE)
+#include "aqm.p4"
 
 /* index port * AQM_CLASS_STRIDE + class */
 register<bit<32>>(PORT_CLASS_SLOTS) occupancy;      /* packets queued now */

@@ -19,9 +19,10 @@ from p4handoff.scenario.doc.names import declared, refers_to
 from p4handoff.scenario.doc.values import Flag, NonNegative, Probability, Rate, Time, one_of
 from p4handoff.scenario.model import (AQMS, BackgroundHostSpec, BaseStationSpec, CellSpec, HostSpec, LinkSpec,
                                           MobileHostSpec, QueueSpec, Topology)
+from p4handoff.wire import QUEUE_MAX
 
 RED_KEYS = ("min_th", "max_th", "max_p", "w_q")
-QueueLimit = Annotated[int, whole(1, 65535)]
+QueueLimit = Annotated[int, whole(1, QUEUE_MAX)]     # the switches' bound (constants.p4)
 OpenUnit = Annotated[float, real(0.0, 1.0, lo_open=True)]
 
 
@@ -34,7 +35,7 @@ class QueueDoc(DocModel):
 
     aqm: Annotated[str, one_of(AQMS)] = "droptail"
     limit: QueueLimit
-    dummy_threshold: Annotated[int, whole(0, 65535)] | None = Field(
+    dummy_threshold: Annotated[int, whole(0, QUEUE_MAX)] | None = Field(
         default=None, description="DSBP: occupancy from which dummy packets are refused (at most limit)")
     min_th: NonNegative | None = _red_param("average queue (packets) where early drops begin")
     max_th: NonNegative | None = _red_param("average queue (packets) where early drops reach max_p")
