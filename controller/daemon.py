@@ -37,11 +37,14 @@ from p4handoff.controller.release_fence import ReleaseFences
 from p4handoff.controller.port_counters import CounterJob, CounterReader, CountersRead
 from p4handoff.controller.programmer import Programmer
 from p4handoff.controller.punts import dispatch
+from p4handoff.controller.registration_auth import RegistrationGuard
+from p4handoff.controller.replay_journal import ReplayJournal
 from p4handoff.controller.session import BadPacketIn, Connected, Lost, PacketInEvent, SwitchSession, expected_cookie
 from p4handoff.controller.spool import Spool
 from p4handoff.controller.tofino import program_for
 from p4handoff.controller.switch_state import SwitchState, diff
 from p4handoff.controller.transmit import Transmitter
+from p4handoff.keyfile import load_keys
 from p4handoff.wire import AQM_MODES, TELEMETRY, TELEMETRY_AQM_MODE_NONE, load_constants
 
 _C = load_constants()
@@ -90,8 +93,11 @@ class Daemon:
         c = net.controller
         self.spool = Spool(c.spool, c.spool_fsync) if c.spool else None
         self.mobility = Mobility(net, self.log, spool=self.spool)
+        self.replay = ReplayJournal(Path(c.spool or c.socket).with_suffix(".replay"), c.spool_fsync)
+        keys = load_keys(c.keys) if c.keys else None
+        self.guard = RegistrationGuard(net, keys, self.log, self.replay)
         self.programmer = Programmer(net, program_for(c.target))
-        self.transmitter = Transmitter(net)
+        self.transmitter = Transmitter(net, keys)
         eid = net.controller.election_id
         self.sessions = {s.name: SwitchSession(s, (eid >> 64, eid & (2**64 - 1)), self.events.put)
                          for s in net.switches}
@@ -120,14 +126,20 @@ class Daemon:
         self.server.start()
         try:
             spooled = self.spool.open() if self.spool is not None else []
+            bounds = self.replay.open() if self.guard.enforcing else {}
         except OSError:
             self.server.stop()
+            if self.spool is not None:
+                self.spool.close()
             raise
         if self.spool is not None and self.spool.torn_bytes:
             self.log("spool_torn", {"path": str(self.spool.path), "bytes": self.spool.torn_bytes,
                                     "reason": "a record the previous controller did not finish writing"})
         self.mobility.restore_buffers(spooled)
         self.counter_reader = CounterReader(self.events.put)
+        self.log("registration_authentication", {"keys": self.net.controller.keys, "replay_bounds": len(bounds)}
+                 if self.guard.enforcing else {"keys": None, "warning": "registrations are NOT authenticated: any "
+                                                "host in a cell can move another MH's traffic (controller.keys)"})
         self.log("controller_start", {"switches": [s.name for s in self.net.switches], "socket": self.socket_path,
                                       "mobile_hosts": len(self.net.mobile_hosts)})
         try:
@@ -141,6 +153,7 @@ class Daemon:
                 s.stop()
             if self.spool is not None:
                 self.spool.close()
+            self.replay.close()
             self.log("controller_stop", {})
 
     def stop(self) -> None:
@@ -397,7 +410,7 @@ class Daemon:
         self.counters["packet_in"] += 1
         # timers count from handling, not arrival: an event that queued behind others must not find its
         # marker deadlines already past (a stale `now` once timed the gateway's marker out at once)
-        out = dispatch(self.mobility, self.log, ev.switch, ev.packet.metadata, ev.packet.payload,
+        out = dispatch(self.mobility, self.guard, self.log, ev.switch, ev.packet.metadata, ev.packet.payload,
                        time.monotonic(), ev.at)
         if out.kind == "registration":
             self.counters["registrations"] += 1
@@ -457,6 +470,7 @@ class Daemon:
                                 "buffer_total": self.mobility.pool.total,
                                 "buffer_limit": self.net.buffer.total_packets,
                                 "counters": dict(self.counters, unknown_punts=self.mobility.unknown_punts),
+                                "registrations_unauthenticated": dict(self.guard.rejected),
                                 "ports": []}
         self._status_rounds += 1
         pending = _PendingStatus(req, time.monotonic() + STATUS_TIMEOUT, body, self._status_rounds)

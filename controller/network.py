@@ -286,6 +286,15 @@ class ControllerConfig(DocModel):
                               json_schema_extra=no_default)
     spool_fsync: bool = Field(default=False, strict=True,
                               description="fsync every spool record (survives power loss, not only a crash)")
+    keys: PathText | None = Field(default=None,
+                                  description="the key file (p4handoff.keyfile, mode 0600; relative to the "
+                                              "description): registrations and notifications are authenticated "
+                                              "with its keys. Absent: neither is (docs/reliability.md)")
+
+    @field_validator("keys", mode="before")
+    @classmethod
+    def _keys_file(cls, value: Any, info: ValidationInfo) -> Any:
+        return cls._beside_file(value, info) if isinstance(value, str) and value else value
 
     @field_validator("p4info", "device_config", mode="before")
     @classmethod
