@@ -137,11 +137,11 @@ class Daemon:
                                     "reason": "a record the previous controller did not finish writing"})
         self.mobility.restore_buffers(spooled)
         self.counter_reader = CounterReader(self.events.put)
+        self.log("controller_start", {"switches": [s.name for s in self.net.switches], "socket": self.socket_path,
+                                      "mobile_hosts": len(self.net.mobile_hosts)})
         self.log("registration_authentication", {"keys": self.net.controller.keys, "replay_bounds": len(bounds)}
                  if self.guard.enforcing else {"keys": None, "warning": "registrations are NOT authenticated: any "
                                                 "host in a cell can move another MH's traffic (controller.keys)"})
-        self.log("controller_start", {"switches": [s.name for s in self.net.switches], "socket": self.socket_path,
-                                      "mobile_hosts": len(self.net.mobile_hosts)})
         try:
             self._startup()
             while not self._stop.is_set():

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from p4handoff.controller.intents import Effect
 from p4handoff.controller.mobility import Mobility
-from p4handoff.controller.packets import PacketError, parse_ipv4, parse_udp, split_ethernet
+from p4handoff.controller.packets import PacketError, forged_marker, parse_ipv4, parse_udp, split_ethernet
 from p4handoff.controller.registration import RegistrationError, RegistrationRequest
 from p4handoff.controller.registration_auth import RegistrationGuard
 from p4handoff.wire import UDP_PORT_MIP_REGISTRATION, load_constants
@@ -44,8 +44,12 @@ def dispatch(mob: Mobility, guard: RegistrationGuard, log: LogFn, switch: str, m
     if reason == REASON_BUFFER:
         try:
             _, _, packet = split_ethernet(payload)
+            forged = forged_marker(parse_ipv4(packet))
         except PacketError as exc:
             log("punt_malformed", {"switch": switch, "reason": str(exc)})
+            return Dispatched("ignored")
+        if forged:
+            log("marker_forged", {"switch": switch, "port": port, "reason": "drain marker whose tag does not check"})
             return Dispatched("ignored")
         return Dispatched("buffer", mob.packet_in(switch, packet, now))
     if reason == REASON_REGISTRATION:

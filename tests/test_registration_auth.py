@@ -246,3 +246,16 @@ def test_reply_verification_is_the_mh_side_of_the_same_check():
     assert verify_reply(signed, KEYS.hosts[MH1.name]) == "" and len(signed) == REPLY_SIZE + 38
     assert verify_reply(signed, KEYS.hosts[MH2.name]) == "bad_mac"
     assert verify_reply(reply, KEYS.hosts[MH1.name]) == "missing"
+
+
+def test_ctl_keys_writes_a_key_per_host_and_keeps_existing_ones(tmp_path, capsys):
+    from p4handoff.cli.main import main
+    out = tmp_path / "keys.yaml"
+    assert main(["ctl", "keys", "--network", str(EXAMPLE), "--out", str(out)]) == 0
+    first = load_keys(out)
+    assert set(first.hosts) == {"mh1", "mh2", "ch"} and os.stat(out).st_mode & 0o777 == 0o600
+    assert main(["ctl", "keys", "--network", str(EXAMPLE), "--out", str(out)]) == 0
+    assert load_keys(out).hosts == first.hosts
+    os.chmod(out, 0o604)
+    assert main(["ctl", "keys", "--network", str(EXAMPLE), "--out", str(out)]) == 3
+    assert "chmod 600" in capsys.readouterr().err
