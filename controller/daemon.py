@@ -32,7 +32,7 @@ from p4handoff.controller.intents import Completed, Effect, PacketEffect, Releas
 from p4handoff.controller.mh_state import MobilityError
 from p4handoff.controller.mobility import Mobility
 from p4handoff.controller.network import PORT_ACCESS, Network
-from p4handoff.controller.p4runtime import P4RuntimeError, TableEntry
+from p4handoff.controller.p4runtime import ClientTls, P4RuntimeError, TableEntry
 from p4handoff.controller.release_fence import ReleaseFences
 from p4handoff.controller.port_counters import CounterJob, CounterReader, CountersRead
 from p4handoff.controller.programmer import Programmer
@@ -99,7 +99,9 @@ class Daemon:
         self.programmer = Programmer(net, program_for(c.target))
         self.transmitter = Transmitter(net, keys)
         eid = net.controller.election_id
-        self.sessions = {s.name: SwitchSession(s, (eid >> 64, eid & (2**64 - 1)), self.events.put)
+        pem = tuple(Path(p).read_bytes() for p in (c.tls.ca, c.tls.cert, c.tls.key)) if c.tls is not None else None
+        self.sessions = {s.name: SwitchSession(s, (eid >> 64, eid & (2**64 - 1)), self.events.put,
+                                               tls=ClientTls(pem[0], pem[1], pem[2], s.name) if pem else None)
                          for s in net.switches}
         self.states: dict[str, SwitchState | None] = {s.name: None for s in net.switches}
         self.counters = {"packet_in": 0, "packet_out": 0, "writes": 0, "write_errors": 0, "dropped_effects": 0,

@@ -259,6 +259,20 @@ class MobileHost(DocModel):
         return cells
 
 
+class TlsConfig(DocModel):
+    """P4Runtime over TLS, both ends authenticated (`p4handoff ctl certs` writes these files; docs/controller.md)."""
+
+    ca: PathText = Field(description="the CA the switches' certificates must chain to (relative to the description)")
+    cert: PathText = Field(description="the controller's client certificate")
+    key: PathText = Field(description="its private key (mode 0600)")
+
+    @field_validator("ca", "cert", "key", mode="before")
+    @classmethod
+    def _beside(cls, value: Any, info: ValidationInfo) -> Any:
+        base_dir = (info.context or {}).get("base_dir")
+        return str((Path(base_dir) / value).resolve()) if isinstance(value, str) and value and base_dir else value
+
+
 class ControllerConfig(DocModel):
     election_id: Annotated[int, whole(1, 2**128 - 1)] = 1
     socket: PathText = Field(default=DEFAULT_SOCKET, description="the control socket")
@@ -286,6 +300,9 @@ class ControllerConfig(DocModel):
                               json_schema_extra=no_default)
     spool_fsync: bool = Field(default=False, strict=True,
                               description="fsync every spool record (survives power loss, not only a crash)")
+    tls: TlsConfig | None = Field(default=None,
+                                  description="P4Runtime over TLS with mutual authentication, each switch "
+                                              "authenticated by its name; absent: plaintext")
     keys: PathText | None = Field(default=None,
                                   description="the key file (p4handoff.keyfile, mode 0600; relative to the "
                                               "description): registrations and notifications are authenticated "

@@ -33,7 +33,8 @@ from p4handoff.controller.registration import RegistrationReply, RegistrationReq
 from p4handoff.controller.registration_auth import ntp_time, sign, verify_reply
 from p4handoff.keyfile import Keys, write_keys
 from p4handoff.controller.packets import PacketError, ethernet, parse_ipv4, parse_udp, split_ethernet, udp_packet
-from p4handoff.bmv2 import Bmv2Switch, veth_port
+from p4handoff.bmv2 import Bmv2Switch, SwitchTls, veth_port
+from p4handoff.lab_ca import TlsFiles, lab_certs
 from p4handoff.netns import Sandbox, Namespace
 from p4handoff.wire import UDP_PORT_MIP_REGISTRATION, load_constants
 
@@ -152,11 +153,12 @@ class Testbed:
 
     def __init__(self, workdir: Path, n_mobiles: int = 2, *, hold_time_ms: int = 300,
                  per_mh_packets: int = 64, aqm: dict[str, Any] | None = None, grpc_sockets: bool = False,
-                 authenticate: bool = True) -> None:
+                 authenticate: bool = True, tls: bool = True) -> None:
         """`grpc_sockets`: the switches serve P4Runtime on Unix sockets in `workdir` (reachable from any
         namespace, so a controller started by hand in the root namespace reaches them), else on
         127.0.0.1 ports inside the fabric namespace. `authenticate`: a key file (`keys.yaml` in `workdir`)
-        for every host, named by the description, and the MHs sign their registrations."""
+        for every host, named by the description, and the MHs sign their registrations. `tls`: a lab CA in
+        `workdir/pki` (p4handoff.lab_ca), P4Runtime over TLS with mutual authentication."""
         self.workdir = Path(workdir)
         self.n_mobiles = n_mobiles
         self.lab = Sandbox("ctl")
@@ -180,6 +182,13 @@ class Testbed:
             self.workdir.mkdir(parents=True, exist_ok=True)
             self.keys = write_keys(self.keys_path, [mh_name(i) for i in range(n_mobiles)] + ["ch"])
         self._idents: dict[tuple[int, int], int] = {}     # (MH, the caller's ident) -> the identification sent
+        self.pki = self.workdir / "pki"
+        self.tls: dict[str, SwitchTls] = {}
+        self.controller_tls: TlsFiles | None = None
+        if tls:
+            self.controller_tls, servers = lab_certs(self.pki, SWITCH_IP)
+            self.tls = {name: SwitchTls(f.ca, f.cert, f.key, name, self.controller_tls.cert, self.controller_tls.key)
+                        for name, f in servers.items()}
 
     # ---------------------------------------------------------------- topology
 
@@ -195,7 +204,7 @@ class Testbed:
                  "bs2": {1: "b1", 2: "b2", 3: "b3"}}
         for name, mapping in ports.items():
             sock = {"grpc_socket": self.workdir / f"{name}.grpc"} if self._grpc_sockets else {}
-            self.switches[name] = self._switch(mapping, self.workdir / f"{name}.log", **sock)
+            self.switches[name] = self._switch(name, mapping, self.workdir / f"{name}.log", **sock)
         self.network_path.write_text(yaml.safe_dump(self.description()))
         self.hosts = {"ch": HostPort(self.ch_ns, "eth0"), "cell1": HostPort(self.mh_ns, "cell1"),
                       "cell2": HostPort(self.mh_ns, "cell2")}
@@ -211,7 +220,9 @@ class Testbed:
         access = {"number": 1, "role": "access", "aqm": self._aqm}
         return {
             "controller": {"election_id": 10, "socket": self.socket_path, "hold_time_ms": self._hold,
-                           **({"keys": str(self.keys_path)} if self.keys is not None else {})},
+                           **({"keys": str(self.keys_path)} if self.keys is not None else {}),
+                           **({"tls": {"ca": str(self.controller_tls.ca), "cert": str(self.controller_tls.cert),
+                                       "key": str(self.controller_tls.key)}} if self.controller_tls else {})},
             "buffer": {"per_mh_packets": self._per_mh, "total_packets": max(4096, self._per_mh * self.n_mobiles)},
             "access_gateway": {"address": GATEWAY_IP, "mac": GATEWAY_MAC},
             "switches": [
@@ -232,12 +243,13 @@ class Testbed:
         """Kill one switch by its PID and start a fresh one on the same ports and gRPC port."""
         old = self.switches[name]
         old.stop()
-        self.switches[name] = self._switch(old.ports, self.workdir / f"{name}-restart.log",
+        self.switches[name] = self._switch(name, old.ports, self.workdir / f"{name}-restart.log",
                                            grpc_port=old.grpc_port, thrift_port=old.thrift_port,
                                            grpc_socket=old.grpc_socket)
 
-    def _switch(self, ports: dict[int, str], log: Path, **kwargs: Any) -> Bmv2Switch:
-        sw = Bmv2Switch(ports, netns=self.fab, cpu_port=CPU_PORT, priority_queues=2, log_path=log, **kwargs).start()
+    def _switch(self, name: str, ports: dict[int, str], log: Path, **kwargs: Any) -> Bmv2Switch:
+        sw = Bmv2Switch(ports, netns=self.fab, cpu_port=CPU_PORT, priority_queues=2, log_path=log,
+                        tls=self.tls.get(name), **kwargs).start()
         sw.cli.set_queue_depth(QUEUE_DEPTH)        # every port and priority, the CPU port included
         return sw
 

@@ -41,6 +41,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     keys.add_argument("--out", required=True, help="the key file (name it in controller.keys)")
     keys.set_defaults(func=_keys)
 
+    certs = cmds.add_parser("certs", help="a lab CA and certificates for P4Runtime over TLS (mutual): one per "
+                                          "switch (its name), one for the controller")
+    certs.add_argument("--network", required=True)
+    certs.add_argument("--out", required=True, type=Path, help="directory for ca.pem, <switch>.pem/.key, "
+                                                               "controller.pem/.key (keys mode 0600)")
+    certs.set_defaults(func=_certs)
+
     val = cmds.add_parser("validate", help="check a network description; list every problem")
     val.add_argument("--network", required=True)
     val.set_defaults(func=_validate)
@@ -125,6 +132,23 @@ def _keys(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _certs(args: argparse.Namespace) -> int:
+    from p4handoff.bmv2 import SwitchTls
+    from p4handoff.lab_ca import lab_certs
+    try:
+        net = load_network(args.network)
+    except NetworkError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_INVALID
+    controller, servers = lab_certs(args.out.resolve(), [s.name for s in net.switches])
+    print(f"# in {args.network}, under controller:\ntls: {{ca: {controller.ca}, cert: {controller.cert}, "
+          f"key: {controller.key}}}")
+    for name, f in servers.items():
+        opts = " ".join(SwitchTls(f.ca, f.cert, f.key, name, controller.cert, controller.key).args())
+        print(f"# {name}: simple_switch_grpc ... -- {opts}")
+    return EXIT_OK
+
+
 def _run(args: argparse.Namespace) -> int:
     try:
         net = _load_fitting(args.network)
@@ -139,7 +163,7 @@ def _run(args: argparse.Namespace) -> int:
         try:
             daemon = Daemon(net, JsonLog(log_file or sys.stderr), socket_path=args.socket,
                             startup_timeout=args.startup_timeout, network_path=args.network)
-        except KeyFileError as exc:
+        except (KeyFileError, OSError) as exc:          # the key file, the TLS certificates
             print(exc, file=sys.stderr)
             return EXIT_INVALID
         for sig in (signal.SIGINT, signal.SIGTERM):
