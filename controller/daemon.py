@@ -297,6 +297,10 @@ class Daemon:
             for i in range(0, len(updates), WRITE_CHUNK):
                 client.write(updates[i:i + WRITE_CHUNK])
             client.modify(self.programmer.ipf_config())     # a default entry: its MODIFY sets the default action
+            budget = self.net.punt_budget                    # per ingress port (docs/pipeline.md, "Punt budget")
+            sw = self.net.switch(name)
+            assert sw is not None
+            client.write_meters("punt_budget", [(p.number, budget.packets_per_s, budget.burst) for p in sw.ports])
         except P4RuntimeError as exc:
             self.counters["write_errors"] += 1
             self.log("switch_error", {"switch": name, "during": "reconcile", "error": str(exc).splitlines()[0]})

@@ -25,6 +25,7 @@ from pydantic.functional_validators import ModelWrapValidatorHandler
 
 from p4handoff.docmodel import IPv4, MAC, NAME_PATTERN, Checked, DocModel, Loc, Name, PathText, Problem, fail, \
     field_path, hidden_default, kind, message, no_default, real, validate_all, whole
+from p4handoff.controller.network_security import PuntBudget, TlsConfig, beside
 from p4handoff.wire import AQM_MODES as WIRE_AQM_MODES
 from p4handoff.wire import DSCP_BEST_EFFORT, DSCP_IPF_PRIORITY_DEFAULT, DSCP_LE
 from p4handoff.paths import V1MODEL, pipeline_files
@@ -259,20 +260,6 @@ class MobileHost(DocModel):
         return cells
 
 
-class TlsConfig(DocModel):
-    """P4Runtime over TLS, both ends authenticated (`p4handoff ctl certs` writes these files; docs/controller.md)."""
-
-    ca: PathText = Field(description="the CA the switches' certificates must chain to (relative to the description)")
-    cert: PathText = Field(description="the controller's client certificate")
-    key: PathText = Field(description="its private key (mode 0600)")
-
-    @field_validator("ca", "cert", "key", mode="before")
-    @classmethod
-    def _beside(cls, value: Any, info: ValidationInfo) -> Any:
-        base_dir = (info.context or {}).get("base_dir")
-        return str((Path(base_dir) / value).resolve()) if isinstance(value, str) and value and base_dir else value
-
-
 class ControllerConfig(DocModel):
     election_id: Annotated[int, whole(1, 2**128 - 1)] = 1
     socket: PathText = Field(default=DEFAULT_SOCKET, description="the control socket")
@@ -308,10 +295,7 @@ class ControllerConfig(DocModel):
                                               "description): registrations and notifications are authenticated "
                                               "with its keys. Absent: neither is (docs/reliability.md)")
 
-    @field_validator("keys", mode="before")
-    @classmethod
-    def _keys_file(cls, value: Any, info: ValidationInfo) -> Any:
-        return cls._beside_file(value, info) if isinstance(value, str) and value else value
+    _keys_file = field_validator("keys", mode="before")(beside)
 
     @field_validator("p4info", "device_config", mode="before")
     @classmethod
@@ -362,6 +346,7 @@ class Network(DocModel):
     priority_dscp: Annotated[int, whole(0, 63)] = Field(default=DSCP_IPF_PRIORITY_DEFAULT,
                                                         description="the IPF codepoint (0 and LE are reserved)")
     buffer: BufferLimits = Field(default_factory=lambda: BufferLimits())
+    punt_budget: PuntBudget = Field(default_factory=lambda: PuntBudget())
     access_gateway: AccessGateway
     switches: tuple[Switch, ...]
     fixed_hosts: tuple[FixedHost, ...] = ()

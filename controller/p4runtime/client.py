@@ -27,7 +27,7 @@ from ._protos import p4runtime_pb2, p4runtime_pb2_grpc
 from .encoding import decode_int
 from p4handoff.controller.p4runtime.entities import (CounterValue, PacketIn, TableEntry, UpdateType, counter_entry,
                        decode_packet_in, decode_table_entry, encode_packet_out, encode_table_entry,
-                       register_entry)
+                       meter_entry, register_entry)
 from .errors import P4RuntimeError
 from .p4info import P4Info, P4InfoError
 from .stream import StreamChannel
@@ -228,6 +228,12 @@ class P4RuntimeClient:
         """Set one counter cell (default: reset it to zero)."""
         entity = p4runtime_pb2.Entity(counter_entry=counter_entry(self.need_p4info(), name, index, value))
         self.write([(UpdateType.MODIFY, entity)])
+
+    def write_meters(self, name: str, cells: Sequence[tuple[int, int, int]]) -> None:
+        """Configure meter cells (index, rate per second, burst) in one Write."""
+        info = self.need_p4info()
+        self.write([(UpdateType.MODIFY, p4runtime_pb2.Entity(meter_entry=meter_entry(info, name, i, rate, burst)))
+                    for i, rate, burst in cells])
 
     # -- reads --------------------------------------------------------------------------------
 
