@@ -34,26 +34,17 @@ from p4handoff.controller.network import PORT_ACCESS, Network
 from p4handoff.controller.registration import REPLY_SIZE, REQUEST_SIZE, RegistrationReply, RegistrationRequest, ReplyCode
 from p4handoff.controller.replay_journal import ReplayJournal
 from p4handoff.keyfile import HostKey, Keys, derive
+from p4handoff.ntptime import ntp_seconds, ntp_time
 
 MHAE_TYPE = 32
 MAC_BYTES = 32
 MHAE_LENGTH = 4 + MAC_BYTES      # the extension's length field: SPI + authenticator
 CLOCK_SKEW = 7.0                 # s; RFC 5944 §5.7.1's default
-NTP_EPOCH = 2_208_988_800        # s from 1900-01-01 to 1970-01-01
 LOG_BURST, LOG_PERIOD = 5, 10.0
 
 KINDS = ("unknown_mh", "missing", "bad_length", "wrong_spi", "bad_mac", "not_last", "stale", "replayed")
 
 LogFn = Callable[[str, dict[str, Any]], None]
-
-
-def ntp_time(t: float) -> int:
-    """A Unix time as a 64-bit NTP timestamp (seconds since 1900 << 32 | fraction)."""
-    return (int(t) + NTP_EPOCH) << 32 | int((t % 1) * (1 << 32))
-
-
-def ntp_seconds(ident: int) -> float:
-    return (ident >> 32) - NTP_EPOCH + (ident & 0xFFFFFFFF) / (1 << 32)
 
 
 def authenticator(key: bytes, signed: bytes) -> bytes:

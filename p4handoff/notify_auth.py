@@ -31,6 +31,7 @@ import time
 from typing import Callable
 
 from p4handoff.keyfile import derive
+from p4handoff.ntptime import ntp_time
 
 MAGIC = b"P4HA"
 ALG_HMAC_SHA256_128 = 1
@@ -38,15 +39,10 @@ _HEAD = struct.Struct("!4sB3xQ")
 MAC_BYTES = 16
 TRAILER_SIZE = _HEAD.size + MAC_BYTES     # 32
 FRESHNESS = 10.0                          # s
-NTP_EPOCH = 2_208_988_800
 
 
 class NotificationAuthError(ValueError):
     """A notification without a valid trailer, or one seen before."""
-
-
-def _ntp(t: float) -> int:
-    return (int(t) + NTP_EPOCH) << 32 | int((t % 1) * (1 << 32))
 
 
 def _mac(key: bytes, signed: bytes) -> bytes:
@@ -61,7 +57,7 @@ class Sealer:
         self._last = 0
 
     def seal(self, body: bytes, key: bytes) -> bytes:
-        self._last = max(self._last + 1, _ntp(self.clock()))
+        self._last = max(self._last + 1, ntp_time(self.clock()))
         head = body + _HEAD.pack(MAGIC, ALG_HMAC_SHA256_128, self._last)
         return head + _mac(key, head)
 
@@ -85,7 +81,7 @@ class Opener:
             raise NotificationAuthError("authentication failed (MAC)")
         if counter <= self.last:
             raise NotificationAuthError(f"replayed (counter {counter:#x} not above {self.last:#x})")
-        if counter < _ntp(self.clock() - FRESHNESS):
+        if counter < ntp_time(self.clock() - FRESHNESS):
             raise NotificationAuthError(f"stale (sent more than {FRESHNESS:g} s ago)")
         self.last = counter
         return body

@@ -18,9 +18,10 @@ from p4handoff.controller.network import Network, parse_network
 from p4handoff.controller.p4runtime import PacketIn
 from p4handoff.controller.punts import REASON_REGISTRATION
 from p4handoff.controller.registration import RegistrationRequest
-from p4handoff.controller.registration_auth import ntp_time, signed_request
+from p4handoff.controller.registration_auth import signed_request
 from p4handoff.controller.session import PacketInEvent
 from p4handoff.keyfile import write_keys
+from p4handoff.ntptime import ntp_time
 from tests.hostile_inputs import registration_frame
 from tests.test_ctl_daemon import EXAMPLE, closed_port
 

@@ -20,7 +20,8 @@ from p4handoff.controller.network import parse_network
 from p4handoff.controller.punts import REASON_REGISTRATION, dispatch
 from p4handoff.controller.registration import REPLY_SIZE, REQUEST_SIZE, RegistrationReply, RegistrationRequest, ReplyCode
 from p4handoff.controller.registration_auth import (CLOCK_SKEW, LOG_BURST, MHAE_LENGTH, MHAE_TYPE, RegistrationGuard,
-                                                    ntp_seconds, ntp_time, sign, signed_request, verify, verify_reply)
+                                                    sign, signed_request, verify, verify_reply)
+from p4handoff.ntptime import ntp_seconds, ntp_time
 from p4handoff.controller.replay_journal import ReplayJournal
 from p4handoff.keyfile import SPI_HMAC_SHA256, HostKey, KeyFileError, Keys, load_keys, parse_keys, write_keys
 from tests.hostile_inputs import registration_frame

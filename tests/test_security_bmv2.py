@@ -16,10 +16,11 @@ import pytest
 
 from p4handoff.controller.packets import ethernet, udp_packet
 from p4handoff.controller.registration import RegistrationReply, RegistrationRequest, ReplyCode
-from p4handoff.controller.registration_auth import ntp_time, sign, verify_reply
+from p4handoff.controller.registration_auth import sign, verify_reply
 from p4handoff.keyfile import HostKey
 from p4handoff.topo.testbed import SWITCH_IP, Collector, mh_ip, mh_name, parse_udp_frame, received_seqs
 from p4handoff.wire import UDP_PORT_MIP_REGISTRATION
+from p4handoff.ntptime import ntp_time
 from tests.bmv2_support import BMV2_NETNS_MARKS, running_testbed
 from tests.test_ctl_bmv2 import attach, send_stream
 

@@ -255,7 +255,8 @@ class LabRig:
         """A Mobile IP Registration Request from `name`'s device `dev` (with the S flag for a DSBP probe)."""
         from p4handoff.controller.packets import ethernet, udp_packet
         from p4handoff.controller.registration import FLAG_S, RegistrationRequest
-        from p4handoff.controller.registration_auth import ntp_time, sign
+        from p4handoff.controller.registration_auth import sign
+        from p4handoff.ntptime import ntp_time
         from p4handoff.wire import UDP_PORT_MIP_REGISTRATION
         h = self.plan.hosts[name]
         mac = next(m for d, m in h.devices.values() if d == dev)

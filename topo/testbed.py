@@ -30,13 +30,14 @@ import yaml
 from p4handoff.controller.control import request
 from p4handoff.topo.launch import launch_controller
 from p4handoff.controller.registration import RegistrationReply, RegistrationRequest
-from p4handoff.controller.registration_auth import ntp_time, sign, verify_reply
+from p4handoff.controller.registration_auth import sign, verify_reply
 from p4handoff.keyfile import Keys, write_keys
 from p4handoff.controller.packets import PacketError, ethernet, parse_ipv4, parse_udp, split_ethernet, udp_packet
 from p4handoff.bmv2 import Bmv2Switch, SwitchTls, veth_port
 from p4handoff.lab_ca import TlsFiles, lab_certs
 from p4handoff.netns import Sandbox, Namespace
 from p4handoff.wire import UDP_PORT_MIP_REGISTRATION, load_constants
+from p4handoff.ntptime import ntp_time
 
 CPU_PORT = load_constants()["CPU_PORT"]
 QUEUE_DEPTH = 4096   # BMv2's default of 64 would drop a burst of punts (CPU port) behind everyone's back

@@ -38,13 +38,14 @@ from p4handoff.controller.network import Network, parse_network
 from p4handoff.controller.packets import ethernet, udp_packet
 from p4handoff.controller.punts import REASON_REGISTRATION, dispatch
 from p4handoff.controller.registration import REQUEST_SIZE, RegistrationRequest, ReplyCode
-from p4handoff.controller.registration_auth import CLOCK_SKEW, RegistrationGuard, ntp_time, sign
+from p4handoff.controller.registration_auth import CLOCK_SKEW, RegistrationGuard, sign
 from p4handoff.controller.replay_journal import ReplayJournal
 from p4handoff.keyfile import HostKey, Keys
 from p4handoff.notify import Event, Notification
 from p4handoff.notify_auth import MAC_BYTES, NotificationAuthError, Opener, Sealer
 from p4handoff import topo
 from p4handoff.wire import UDP_PORT_MIP_REGISTRATION
+from p4handoff.ntptime import ntp_time
 
 KINDS = ("random_mh", "other_mh", "bit_flip", "wrong_spi", "stale", "truncated_ext")
 NOTE_KINDS = ("unsealed", "wrong_key", "bit_flip", "replayed", "truncated")

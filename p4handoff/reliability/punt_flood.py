@@ -21,9 +21,9 @@ from typing import Any
 
 from p4handoff.controller.packets import ethernet, udp_packet
 from p4handoff.controller.registration import RegistrationRequest, ReplyCode
-from p4handoff.controller.registration_auth import ntp_time
 from p4handoff.topo.testbed import SWITCH_IP, Testbed
 from p4handoff.wire import UDP_PORT_MIP_REGISTRATION
+from p4handoff.ntptime import ntp_time
 
 REGISTRATIONS = 60
 GOAL_RATIO = 2.0
