@@ -21,7 +21,7 @@ from typing import Any
 
 from p4handoff.controller.packets import ethernet, udp_packet
 from p4handoff.controller.registration import RegistrationRequest, ReplyCode
-from p4handoff.topo.testbed import SWITCH_IP, Testbed
+from p4handoff.topo.testbed import SWITCH_IP, Testbed, mh_ip
 from p4handoff.wire import UDP_PORT_MIP_REGISTRATION
 from p4handoff.ntptime import ntp_time
 
@@ -59,9 +59,10 @@ def measure_flood(seed: int) -> dict[str, Any]:
             sent = [0]
 
             def flood() -> None:
+                victim = mh_ip(0)                 # mh1's address: the flood is also a takeover attempt
                 frames = [ethernet("ff:ff:ff:ff:ff:ff", "02:bb:00:00:00:%02x" % rng.randrange(256), udp_packet(
-                    "10.0.1.1", "255.255.255.255", UDP_PORT_MIP_REGISTRATION, UDP_PORT_MIP_REGISTRATION,
-                    RegistrationRequest("10.0.1.1", "10.0.1.1", SWITCH_IP["gw"], 0xFFFF,
+                    victim, "255.255.255.255", UDP_PORT_MIP_REGISTRATION, UDP_PORT_MIP_REGISTRATION,
+                    RegistrationRequest(victim, victim, SWITCH_IP["gw"], 0xFFFF,
                                         ntp_time(time.time()) + k).encode())) for k in range(256)]
                 port = tb.hosts["cell1"]
                 while not stop.is_set():
