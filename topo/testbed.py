@@ -154,7 +154,7 @@ class Testbed:
 
     def __init__(self, workdir: Path, n_mobiles: int = 2, *, hold_time_ms: int = 300,
                  per_mh_packets: int = 64, aqm: dict[str, Any] | None = None, grpc_sockets: bool = False,
-                 authenticate: bool = True, tls: bool = True) -> None:
+                 authenticate: bool = True, tls: bool = True, punt_budget: dict[str, int] | None = None) -> None:
         """`grpc_sockets`: the switches serve P4Runtime on Unix sockets in `workdir` (reachable from any
         namespace, so a controller started by hand in the root namespace reaches them), else on
         127.0.0.1 ports inside the fabric namespace. `authenticate`: a key file (`keys.yaml` in `workdir`)
@@ -177,6 +177,7 @@ class Testbed:
         self._hold = hold_time_ms
         self._per_mh = per_mh_packets
         self._grpc_sockets = grpc_sockets
+        self._punt_budget = punt_budget         # the description's punt_budget (None: its default)
         self.keys_path = self.workdir / "keys.yaml"
         self.keys: Keys | None = None
         if authenticate:
@@ -225,6 +226,7 @@ class Testbed:
                            **({"tls": {"ca": str(self.controller_tls.ca), "cert": str(self.controller_tls.cert),
                                        "key": str(self.controller_tls.key)}} if self.controller_tls else {})},
             "buffer": {"per_mh_packets": self._per_mh, "total_packets": max(4096, self._per_mh * self.n_mobiles)},
+            **({"punt_budget": self._punt_budget} if self._punt_budget else {}),
             "access_gateway": {"address": GATEWAY_IP, "mac": GATEWAY_MAC},
             "switches": [
                 sw("gw", "gateway", [{"number": 1, "role": "core"}, {"number": 2, "role": "peer", "peer": "bs1"},

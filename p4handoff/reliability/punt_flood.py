@@ -45,10 +45,11 @@ def _timed(tb: Testbed, first_ident: int) -> list[float]:
     return out
 
 
-def measure_flood(seed: int) -> dict[str, Any]:
+def measure_flood(seed: int, budget: dict[str, int] | None = None) -> dict[str, Any]:
+    """`budget`: the description's punt_budget (None: its default)."""
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="p4h-flood-") as tmp:
-        tb = Testbed(Path(tmp), n_mobiles=2)
+        tb = Testbed(Path(tmp), n_mobiles=2, punt_budget=budget)
         try:
             tb.start()
             tb.start_controller()
