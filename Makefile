@@ -7,7 +7,7 @@ BUILD := build
 P4_MAIN := p4src/v1model/bs.p4
 P4_SOURCES := $(wildcard p4src/v1model/*.p4 p4src/include/*.p4)
 
-.PHONY: setup protos compile clean-compiled wheel wheel-compiled lint venv-ready build build-tofino tofino-resources test unit ptf clean fuzz chaos chaos-testbed bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-scale
+.PHONY: setup protos compile clean-compiled wheel wheel-compiled lint venv-ready build build-tofino tofino-resources test unit ptf clean fuzz security chaos chaos-testbed bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-scale
 
 setup: ## install everything installable from apt and PyPI; report what is missing
 	bash scripts/setup.sh
@@ -143,6 +143,14 @@ FUZZ_FRAMES ?= 10000
 FUZZ_SEED ?=
 fuzz: build ## fuzzed frames into every port role of a BS on BMv2, each accounted for (needs root; FUZZ_SEED=N to replay, FUZZ_FRAMES=N)
 	$(PY) -m p4handoff.reliability.fuzz_bmv2 --frames $(FUZZ_FRAMES) $(if $(FUZZ_SEED),--seed $(FUZZ_SEED)) --json $(BUILD)/fuzz.json
+
+# Security (issue 23, docs/reliability.md): forged signalling in-process, floods and TLS on BMv2 where it is here.
+SECURITY_PER_KIND ?= 10000
+SECURITY_SEED ?=
+security: venv-ready ## forged registrations (every kind, SECURITY_PER_KIND each), replays after a restart, forged notifications; punt flood and TLS refusals on BMv2 (SECURITY_SEED=N to replay)
+	@if command -v $(P4C) >/dev/null; then $(MAKE) --no-print-directory build; fi
+	@mkdir -p $(BUILD)
+	$(PY) -m p4handoff.reliability.security --per-kind $(SECURITY_PER_KIND) $(if $(SECURITY_SEED),--seed $(SECURITY_SEED)) --json $(BUILD)/security.json
 
 CHAOS_LOCK ?=
 chaos: build ## kill -9 a BS's BMv2, the gateway's and the controller before/during/after a WLAN->3G handoff with IPF, in the Mininet lab (needs root, Mininet; ~10 min; CHAOS_LOCK=FILE: flock it per run)

@@ -32,16 +32,19 @@ from p4handoff.controller.intents import Completed, Effect, PacketEffect, Releas
 from p4handoff.controller.mh_state import MobilityError
 from p4handoff.controller.mobility import Mobility
 from p4handoff.controller.network import PORT_ACCESS, Network
-from p4handoff.controller.p4runtime import P4RuntimeError, TableEntry
+from p4handoff.controller.p4runtime import ClientTls, P4RuntimeError, TableEntry
 from p4handoff.controller.release_fence import ReleaseFences
 from p4handoff.controller.port_counters import CounterJob, CounterReader, CountersRead
 from p4handoff.controller.programmer import Programmer
 from p4handoff.controller.punts import dispatch
+from p4handoff.controller.registration_auth import RegistrationGuard
+from p4handoff.controller.replay_journal import ReplayJournal
 from p4handoff.controller.session import BadPacketIn, Connected, Lost, PacketInEvent, SwitchSession, expected_cookie
 from p4handoff.controller.spool import Spool
 from p4handoff.controller.targets import program_for
 from p4handoff.controller.switch_state import SwitchState, diff
 from p4handoff.controller.transmit import Transmitter
+from p4handoff.keyfile import load_keys
 from p4handoff.wire import AQM_MODES, TELEMETRY, TELEMETRY_AQM_MODE_NONE, load_constants
 
 _C = load_constants()
@@ -90,10 +93,15 @@ class Daemon:
         c = net.controller
         self.spool = Spool(c.spool, c.spool_fsync) if c.spool else None
         self.mobility = Mobility(net, self.log, spool=self.spool)
+        self.replay = ReplayJournal(Path(c.spool or c.socket).with_suffix(".replay"), c.spool_fsync)
+        keys = load_keys(c.keys) if c.keys else None
+        self.guard = RegistrationGuard(net, keys, self.log, self.replay)
         self.programmer = Programmer(net, program_for(c.target))
-        self.transmitter = Transmitter(net)
+        self.transmitter = Transmitter(net, keys)
         eid = net.controller.election_id
-        self.sessions = {s.name: SwitchSession(s, (eid >> 64, eid & (2**64 - 1)), self.events.put)
+        pem = tuple(Path(p).read_bytes() for p in (c.tls.ca, c.tls.cert, c.tls.key)) if c.tls is not None else None
+        self.sessions = {s.name: SwitchSession(s, (eid >> 64, eid & (2**64 - 1)), self.events.put,
+                                               tls=ClientTls(pem[0], pem[1], pem[2], s.name) if pem else None)
                          for s in net.switches}
         self.states: dict[str, SwitchState | None] = {s.name: None for s in net.switches}
         self.counters = {"packet_in": 0, "packet_out": 0, "writes": 0, "write_errors": 0, "dropped_effects": 0,
@@ -120,8 +128,11 @@ class Daemon:
         self.server.start()
         try:
             spooled = self.spool.open() if self.spool is not None else []
+            bounds = self.replay.open() if self.guard.enforcing else {}
         except OSError:
             self.server.stop()
+            if self.spool is not None:
+                self.spool.close()
             raise
         if self.spool is not None and self.spool.torn_bytes:
             self.log("spool_torn", {"path": str(self.spool.path), "bytes": self.spool.torn_bytes,
@@ -130,6 +141,9 @@ class Daemon:
         self.counter_reader = CounterReader(self.events.put)
         self.log("controller_start", {"switches": [s.name for s in self.net.switches], "socket": self.socket_path,
                                       "mobile_hosts": len(self.net.mobile_hosts)})
+        self.log("registration_authentication", {"keys": self.net.controller.keys, "replay_bounds": len(bounds)}
+                 if self.guard.enforcing else {"keys": None, "warning": "registrations are NOT authenticated: any "
+                                                "host in a cell can move another MH's traffic (controller.keys)"})
         try:
             self._startup()
             while not self._stop.is_set():
@@ -141,6 +155,7 @@ class Daemon:
                 s.stop()
             if self.spool is not None:
                 self.spool.close()
+            self.replay.close()
             self.log("controller_stop", {})
 
     def stop(self) -> None:
@@ -282,6 +297,10 @@ class Daemon:
             for i in range(0, len(updates), WRITE_CHUNK):
                 client.write(updates[i:i + WRITE_CHUNK])
             client.modify(self.programmer.ipf_config())     # a default entry: its MODIFY sets the default action
+            budget = self.net.punt_budget                    # per ingress port (docs/pipeline.md, "Punt budget")
+            sw = self.net.switch(name)
+            assert sw is not None
+            client.write_meters("punt_budget", [(p.number, budget.packets_per_s, budget.burst) for p in sw.ports])
         except P4RuntimeError as exc:
             self.counters["write_errors"] += 1
             self.log("switch_error", {"switch": name, "during": "reconcile", "error": str(exc).splitlines()[0]})
@@ -397,7 +416,7 @@ class Daemon:
         self.counters["packet_in"] += 1
         # timers count from handling, not arrival: an event that queued behind others must not find its
         # marker deadlines already past (a stale `now` once timed the gateway's marker out at once)
-        out = dispatch(self.mobility, self.log, ev.switch, ev.packet.metadata, ev.packet.payload,
+        out = dispatch(self.mobility, self.guard, self.log, ev.switch, ev.packet.metadata, ev.packet.payload,
                        time.monotonic(), ev.at)
         if out.kind == "registration":
             self.counters["registrations"] += 1
@@ -457,6 +476,7 @@ class Daemon:
                                 "buffer_total": self.mobility.pool.total,
                                 "buffer_limit": self.net.buffer.total_packets,
                                 "counters": dict(self.counters, unknown_punts=self.mobility.unknown_punts),
+                                "registrations_unauthenticated": dict(self.guard.rejected),
                                 "ports": []}
         self._status_rounds += 1
         pending = _PendingStatus(req, time.monotonic() + STATUS_TIMEOUT, body, self._status_rounds)

@@ -25,6 +25,7 @@ from pydantic.functional_validators import ModelWrapValidatorHandler
 from p4handoff.controller.network_aqm import AqmConfig
 from p4handoff.docmodel import IPv4, MAC, NAME_PATTERN, Checked, DocModel, Loc, Name, PathText, Problem, fail, \
     field_path, hidden_default, kind, message, no_default, validate_all, whole
+from p4handoff.controller.network_security import PuntBudget, TlsConfig, beside
 from p4handoff.wire import DSCP_BEST_EFFORT, DSCP_IPF_PRIORITY_DEFAULT, DSCP_LE, PORT_MAX
 from p4handoff.paths import V1MODEL, pipeline_files
 from p4handoff.yamlfile import DocumentError, read_yaml
@@ -211,6 +212,15 @@ class ControllerConfig(DocModel):
                               json_schema_extra=no_default)
     spool_fsync: bool = Field(default=False, strict=True,
                               description="fsync every spool record (survives power loss, not only a crash)")
+    tls: TlsConfig | None = Field(default=None,
+                                  description="P4Runtime over TLS with mutual authentication, each switch "
+                                              "authenticated by its name; absent: plaintext")
+    keys: PathText | None = Field(default=None,
+                                  description="the key file (p4handoff.keyfile, mode 0600; relative to the "
+                                              "description): registrations and notifications are authenticated "
+                                              "with its keys. Absent: neither is (docs/reliability.md)")
+
+    _keys_file = field_validator("keys", mode="before")(beside)
 
     @field_validator("p4info", "device_config", mode="before")
     @classmethod
@@ -261,6 +271,7 @@ class Network(DocModel):
     priority_dscp: Annotated[int, whole(0, 63)] = Field(default=DSCP_IPF_PRIORITY_DEFAULT,
                                                         description="the IPF codepoint (0 and LE are reserved)")
     buffer: BufferLimits = Field(default_factory=lambda: BufferLimits())
+    punt_budget: PuntBudget = Field(default_factory=lambda: PuntBudget())
     access_gateway: AccessGateway
     switches: tuple[Switch, ...]
     fixed_hosts: tuple[FixedHost, ...] = ()

@@ -7,7 +7,10 @@ length field it has not checked.
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import ipaddress
+import secrets
 import struct
 from dataclasses import dataclass
 
@@ -19,7 +22,10 @@ UDP_LEN = 8
 DEFAULT_TTL = 64
 MARKER_MAGIC = b"P4HM"
 MARKER_PORT = 9   # discard: a marker that escaped to a host is ignored by it
-_MARKER = struct.Struct("!4sQ")
+_MARKER = struct.Struct("!4sQ16s")    # magic, the state machine's marker id, tag
+# A drain marker's tag: HMAC-SHA256 under a key drawn from the CSPRNG when the controller starts, over the
+# id, cut to 128 bits. The id only names the marker; the tag is what a host cannot guess (docs/wire-contract.md).
+MARKER_KEY = secrets.token_bytes(32)
 
 
 class PacketError(ValueError):
@@ -125,19 +131,35 @@ def encapsulate(inner: bytes, outer_src: str, outer_dst: str, dscp: int) -> byte
     return ipv4_header(outer_src, outer_dst, IP_PROTO_IPIP, len(inner), dscp) + inner
 
 
+def _marker_tag(nonce: int) -> bytes:
+    return hmac.new(MARKER_KEY, nonce.to_bytes(8, "big"), hashlib.sha256).digest()[:16]
+
+
 def marker_packet(src: str, mh_addr: str, nonce: int) -> bytes:
     """A drain marker: a UDP packet to the MH that travels the path it probes and is punted back."""
-    return udp_packet(src, mh_addr, MARKER_PORT, MARKER_PORT, _MARKER.pack(MARKER_MAGIC, nonce))
+    return udp_packet(src, mh_addr, MARKER_PORT, MARKER_PORT, _MARKER.pack(MARKER_MAGIC, nonce, _marker_tag(nonce)))
 
 
-def marker_nonce(ip: Ipv4) -> int | None:
-    """The nonce if `ip` is a drain marker, else None."""
+def _marker_payload(ip: Ipv4) -> bytes | None:
+    """The UDP payload if `ip` claims to be a drain marker (port 9, magic), whether or not it is ours."""
     if ip.proto != IP_PROTO_UDP:
         return None
     try:
-        sport, dport, payload = parse_udp(ip)
+        _, dport, payload = parse_udp(ip)
     except PacketError:
         return None
-    if dport != MARKER_PORT or len(payload) != _MARKER.size or not payload.startswith(MARKER_MAGIC):
+    return payload if dport == MARKER_PORT and payload.startswith(MARKER_MAGIC) else None
+
+
+def marker_nonce(ip: Ipv4) -> int | None:
+    """The id if `ip` is a drain marker this controller process sent (its tag checks), else None."""
+    payload = _marker_payload(ip)
+    if payload is None or len(payload) != _MARKER.size:
         return None
-    return _MARKER.unpack(payload)[1]
+    _, nonce, tag = _MARKER.unpack(payload)
+    return nonce if hmac.compare_digest(tag, _marker_tag(nonce)) else None
+
+
+def forged_marker(ip: Ipv4) -> bool:
+    """Shaped like a drain marker but not one of ours: dropped before the state machine sees it."""
+    return _marker_payload(ip) is not None and marker_nonce(ip) is None

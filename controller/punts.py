@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from p4handoff.controller.eventlog import LogFn
 from p4handoff.controller.intents import Effect
 from p4handoff.controller.mobility import Mobility
-from p4handoff.controller.packets import PacketError, parse_ipv4, parse_udp, split_ethernet
+from p4handoff.controller.packets import PacketError, forged_marker, parse_ipv4, parse_udp, split_ethernet
 from p4handoff.controller.registration import RegistrationError, RegistrationRequest
+from p4handoff.controller.registration_auth import RegistrationGuard
 from p4handoff.wire import PORT_MAX, UDP_PORT_MIP_REGISTRATION, load_constants
 
 _C = load_constants()
@@ -34,22 +35,26 @@ class Dispatched:
     effects: list[Effect] = field(default_factory=list)
 
 
-def dispatch(mob: Mobility, log: LogFn, switch: str, metadata: dict[str, int], payload: bytes,
-             now: float, received: float | None = None) -> Dispatched:
+def dispatch(mob: Mobility, guard: RegistrationGuard, log: LogFn, switch: str, metadata: dict[str, int],
+             payload: bytes, now: float, received: float | None = None) -> Dispatched:
     """Route one packet-in by its punt reason; telemetry answers are left to the caller (it owns the rounds)."""
     reason, port = metadata.get("reason"), metadata.get("ingress_port")
     if reason == REASON_BUFFER:
         try:
             _, _, packet = split_ethernet(payload)
+            forged = forged_marker(parse_ipv4(packet))
         except PacketError as exc:
             log("punt_malformed", {"switch": switch, "reason": str(exc)})
+            return Dispatched("ignored")
+        if forged:
+            log("marker_forged", {"switch": switch, "port": port, "reason": "drain marker whose tag does not check"})
             return Dispatched("ignored")
         return Dispatched("buffer", mob.packet_in(switch, packet, now))
     if reason == REASON_REGISTRATION:
         if not isinstance(port, int) or not 0 <= port <= PORT_MAX:
             log("registration_rejected", {"switch": switch, "port": port, "reason": "no valid ingress_port"})
             return Dispatched("ignored")
-        return Dispatched("registration", registration(mob, log, switch, port, payload, now, received))
+        return Dispatched("registration", registration(mob, guard, log, switch, port, payload, now, received))
     if reason == REASON_TELEMETRY:
         return Dispatched("telemetry")
     why = (f"punt reason {REASON_NAMES[reason]} ({reason}) is not handled by the controller"
@@ -58,9 +63,10 @@ def dispatch(mob: Mobility, log: LogFn, switch: str, metadata: dict[str, int], p
     return Dispatched("ignored")
 
 
-def registration(mob: Mobility, log: LogFn, switch: str, port: int, frame: bytes, now: float,
-                 received: float | None) -> list[Effect]:
-    """A frame punted as a registration: answered by the state machine, or logged and dropped."""
+def registration(mob: Mobility, guard: RegistrationGuard, log: LogFn, switch: str, port: int, frame: bytes,
+                 now: float, received: float | None) -> list[Effect]:
+    """A frame punted as a registration: authenticated by `guard` and answered by the state machine,
+    or refused, or logged and dropped. The one place registrations enter the controller."""
     try:
         _, src_mac, packet = split_ethernet(frame)
         ip = parse_ipv4(packet)
@@ -75,4 +81,7 @@ def registration(mob: Mobility, log: LogFn, switch: str, port: int, frame: bytes
         req = RegistrationRequest.decode(payload)
     except RegistrationError as exc:
         return mob.malformed_registration(switch, port, src_mac, ip.src, sport, str(exc))
-    return mob.registration(switch, port, src_mac, ip.src, sport, req, now, received)
+    refused = guard.check(switch, port, src_mac, ip.src, sport, payload, req)
+    if refused is not None:
+        return refused
+    return guard.admitted(req, mob.registration(switch, port, src_mac, ip.src, sport, req, now, received))

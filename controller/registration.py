@@ -37,6 +37,7 @@ class ReplyCode(enum.IntEnum):
     ACCEPTED = 0
     UNSPECIFIED = 128
     ADMIN_PROHIBITED = 129          # unknown MH, unknown BS/port, care-of not this cell's
+    FAILED_AUTHENTICATION = 131     # no, malformed or wrong Mobile-Home Authentication Extension
     POORLY_FORMED = 134
     IDENTIFICATION_MISMATCH = 133   # identification not newer than the last accepted one
 

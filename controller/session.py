@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from p4handoff.controller.network import Switch
-from p4handoff.controller.p4runtime import P4Info, P4InfoError, P4RuntimeClient, P4RuntimeError, PacketIn
+from p4handoff.controller.p4runtime import ClientTls, P4Info, P4InfoError, P4RuntimeClient, P4RuntimeError, PacketIn
 from p4handoff.controller.p4runtime.client import pipeline_cookie
 
 
@@ -65,8 +65,10 @@ class SwitchSession:
     """Connection management for one switch; the daemon owns `client` once `Connected` is posted."""
 
     def __init__(self, sw: Switch, election_id: tuple[int, int], post: Callable[[object], None], *,
-                 connect_timeout: float = 2.0, backoff_max: float = 2.0) -> None:
+                 connect_timeout: float = 2.0, backoff_max: float = 2.0, tls: ClientTls | None = None) -> None:
+        """`tls`: connect over TLS, the switch authenticated by its name (ClientTls.server_name)."""
         self.sw = sw
+        self.tls = tls
         self.election_id = election_id
         self.post = post
         self.connect_timeout = connect_timeout
@@ -98,7 +100,7 @@ class SwitchSession:
             while not self._stop.is_set():
                 try:
                     client = P4RuntimeClient(self.sw.grpc, self.sw.device_id, self.election_id,
-                                             timeout=self.connect_timeout)
+                                             timeout=self.connect_timeout, tls=self.tls)
                 except (P4RuntimeError, ValueError) as exc:
                     self.last_error = str(exc).splitlines()[0]
                 else:

@@ -15,6 +15,8 @@ from typing import Callable
 from p4handoff.controller.intents import Notify, PacketEffect, Release, Reply, SendToward
 from p4handoff.controller.network import PORT_ACCESS, Network
 from p4handoff.controller.packets import encapsulate, ethernet, udp_packet
+from p4handoff.keyfile import Keys
+from p4handoff.notify_auth import Sealer
 from p4handoff.wire import DSCP_BEST_EFFORT, UDP_PORT_HANDOFF_NOTIFY, UDP_PORT_MIP_REGISTRATION
 
 
@@ -31,8 +33,12 @@ class PacketOut:
 
 
 class Transmitter:
-    def __init__(self, net: Network) -> None:
+    """`keys`: notifications to a host with a key carry the authentication trailer (p4handoff.notify_auth)."""
+
+    def __init__(self, net: Network, keys: Keys | None = None) -> None:
         self.net = net
+        self.keys = keys
+        self.sealer = Sealer()
 
     def packet_out(self, effect: PacketEffect,
                    up: Callable[[str], bool] = lambda _switch: True) -> PacketOut:
@@ -53,6 +59,9 @@ class Transmitter:
             return PacketOut(sw.name, port.number, ethernet(peer.mac, sw.mac, effect.packet), False)
         if isinstance(effect, Notify):
             payload = effect.note.encode()
+            host_key = self.keys.get(effect.host) if self.keys is not None else None
+            if host_key is not None:
+                payload = self.sealer.seal(payload, host_key.key)
             pkt = udp_packet(self.net.controller.address, effect.addr, UDP_PORT_HANDOFF_NOTIFY,
                              UDP_PORT_HANDOFF_NOTIFY, payload)
             return PacketOut(effect.switch, effect.port,

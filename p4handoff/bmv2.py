@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence, overload
 
@@ -36,8 +37,36 @@ _ids = itertools.count()
 # exits 0 once the server answers, non-zero (uncaught timeout) if it does not.
 _GRPC_PROBE = """
 import sys, grpc
-grpc.channel_ready_future(grpc.insecure_channel(sys.argv[1])).result(timeout=float(sys.argv[2]))
+if len(sys.argv) > 3:   # TLS: CA, client certificate, client key, the switch's name
+    ca, cert, key = (open(p, "rb").read() for p in sys.argv[3:6])
+    channel = grpc.secure_channel(sys.argv[1], grpc.ssl_channel_credentials(ca, key, cert),
+                                  options=[("grpc.ssl_target_name_override", sys.argv[6])])
+else:
+    channel = grpc.insecure_channel(sys.argv[1])
+grpc.channel_ready_future(channel).result(timeout=float(sys.argv[2]))
 """
+
+
+@dataclass(frozen=True)
+class SwitchTls:
+    """P4Runtime over TLS, clients required to present a certificate from `ca` (mutual authentication).
+
+    `cert`/`key`: the switch's own, for `name`; `probe_cert`/`probe_key`: a client's, for the start-up check.
+    """
+
+    ca: Path
+    cert: Path
+    key: Path
+    name: str
+    probe_cert: Path
+    probe_key: Path
+
+    def args(self) -> list[str]:
+        return ["--grpc-server-ssl", "--grpc-server-cacert", str(self.ca), "--grpc-server-cert", str(self.cert),
+                "--grpc-server-key", str(self.key), "--grpc-server-with-client-auth"]
+
+    def probe_args(self) -> list[str]:
+        return [str(self.ca), str(self.probe_cert), str(self.probe_key), self.name]
 
 
 class Bmv2Error(RuntimeError):
@@ -206,7 +235,8 @@ class Bmv2Switch:
                  thrift_port: int | None = None, cpu_port: int | None = None, priority_queues: int = 1,
                  netns: Namespace | None = None, log_path: str | Path | None = None,
                  log_level: str | None = None, pcap_dir: str | Path | None = None,
-                 grpc_socket: str | Path | None = None, start_timeout: float = 30.0) -> None:
+                 grpc_socket: str | Path | None = None, start_timeout: float = 30.0,
+                 tls: SwitchTls | None = None) -> None:
         for port, ifname in ports.items():
             if not (isinstance(port, int) and 0 <= port < 511) or not ifname:
                 raise ValueError(f"bad port mapping {port!r} -> {ifname!r}: ports are 0..510, names non-empty")
@@ -227,6 +257,7 @@ class Bmv2Switch:
         self.log_level = log_level
         self.pcap_dir = pcap_dir
         self.start_timeout = start_timeout
+        self.tls = tls
         self.cli = ThriftCli(self.thrift_port, netns)
         self.proc: subprocess.Popen | None = None
 
@@ -259,6 +290,8 @@ class Bmv2Switch:
                  "--priority-queues", str(self.priority_queues)]
         if self.cpu_port is not None:
             args += ["--cpu-port", str(self.cpu_port)]
+        if self.tls is not None:
+            args += self.tls.args()
         return args
 
     def start(self) -> "Bmv2Switch":
@@ -290,8 +323,9 @@ class Bmv2Switch:
 
     def _wait_for_grpc(self, proc: subprocess.Popen) -> None:
         """Until the switch's gRPC server answers; Bmv2Error if `proc` (the switch) exits or it never does."""
+        tls = self.tls.probe_args() if self.tls is not None else []
         probe = subprocess.Popen(_in_netns(self.netns, [sys.executable, "-c", _GRPC_PROBE, self.grpc_addr,
-                                                        str(self.start_timeout)]),
+                                                        str(self.start_timeout), *tls]),
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + self.start_timeout + 5.0
         try:

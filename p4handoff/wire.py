@@ -170,6 +170,7 @@ FWD_DROP_TABLE: int = _C["FWD_DROP_TABLE"]
 FWD_DROP_TTL: int = _C["FWD_DROP_TTL"]
 FWD_DROP_UNSUPPORTED: int = _C["FWD_DROP_UNSUPPORTED"]
 FWD_DROP_PACKET_OUT: int = _C["FWD_DROP_PACKET_OUT"]
+FWD_DROP_PUNT_BUDGET: int = _C["FWD_DROP_PUNT_BUDGET"]
 
 # The AQM modes by name: AQM_MODE_DROPTAIL -> "droptail" (the one spelling, in network and scenario files).
 AQM_MODES: dict[str, int] = {n.removeprefix("AQM_MODE_").lower(): v for n, v in _C.items() if n.startswith("AQM_MODE_")}

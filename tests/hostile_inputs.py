@@ -26,7 +26,8 @@ _C = load_constants()
 BUFFER, ARP, REGISTRATION, TELEMETRY, NO_ROUTE = (_C[f"PUNT_REASON_{n}"] for n in
                                                   ("BUFFER", "ARP", "REGISTRATION", "TELEMETRY", "NO_ROUTE"))
 MH_MAC = "02:aa:00:00:00:99"
-REJECT_EVENTS = {"registration_rejected", "punt_malformed", "punt_dropped", "marker_stale", "packet_in_ignored"}
+REJECT_EVENTS = {"registration_rejected", "punt_malformed", "punt_dropped", "marker_stale", "marker_forged",
+                 "packet_in_ignored", "registration_unauthenticated"}
 PacketIn = tuple[str, dict[str, Any], bytes]
 
 addresses = st.integers(1, 2**32 - 2).map(lambda n: str(ipaddress.IPv4Address(n)))
@@ -141,7 +142,8 @@ def hostile_buffer_punt(draw: st.DrawFn, net: Network) -> PacketIn:
     switch = draw(st.sampled_from([s.name for s in net.switches]))
     meta = {"ingress_port": draw(st.integers(0, 511)), "reason": BUFFER}
     known = known_addresses(net) - {net.controller.address}
-    kind = draw(st.sampled_from(["random", "stranger", "to-controller", "marker", "truncated", "mangled"]))
+    kind = draw(st.sampled_from(["random", "stranger", "to-controller", "marker", "forged-marker", "truncated",
+                                 "mangled"]))
     mh = draw(st.sampled_from(net.mobile_hosts))
     data = udp_packet("10.0.0.1", mh.address, 5001, 5001, draw(st.binary(min_size=4, max_size=64)))
     if kind == "random":
@@ -160,6 +162,11 @@ def hostile_buffer_punt(draw: st.DrawFn, net: Network) -> PacketIn:
         dst = draw(st.sampled_from([net.controller.address, mh.address]))
         frame = ethernet("02:00:00:00:00:01", "02:00:00:00:10:01",
                          marker_packet("192.0.2.1", dst, draw(st.integers(0, 2**40))))
+    elif kind == "forged-marker":   # a marker whose tag was guessed: never reaches the state machine
+        dst = draw(st.sampled_from([net.controller.address, mh.address]))
+        frame = ethernet("02:00:00:00:00:01", "02:00:00:00:10:01",
+                         udp_packet("10.0.0.1", dst, MARKER_PORT, MARKER_PORT,
+                                    b"P4HM" + draw(st.binary(min_size=0, max_size=40))))
     elif kind == "truncated":
         full = ethernet("02:00:00:00:00:01", "02:00:00:00:10:01", data)
         frame = full[:draw(st.integers(0, len(full) - 1))]

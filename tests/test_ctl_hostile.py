@@ -30,6 +30,7 @@ from p4handoff.controller.mh_state import MobilityError
 from p4handoff.controller.mobility import Mobility
 from p4handoff.controller.network import parse_network
 from p4handoff.controller.punts import dispatch
+from p4handoff.controller.registration_auth import RegistrationGuard
 from tests.ctl_fakenet import FakeNet
 from tests.hostile_inputs import REJECT_EVENTS, PacketIn, hostile_packet_in
 
@@ -54,7 +55,7 @@ def two_handoffs(hostile: list[tuple[float, PacketIn]]) -> tuple[FakeNet, Mobili
 
     def inject(switch: str, meta: dict[str, Any], payload: bytes) -> list:
         before = len(logs)
-        out = dispatch(mob, mob.log, switch, meta, payload, f.now)
+        out = dispatch(mob, RegistrationGuard(NET, None, mob.log), mob.log, switch, meta, payload, f.now)
         logged.append(sum(1 for e, fields in logs[before:] if e in REJECT_EVENTS and fields.get("reason")))
         return out.effects
 

@@ -8,8 +8,8 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from p4handoff.controller.buffer import BufferPool
-from p4handoff.controller.packets import (PacketError, encapsulate, ethernet, marker_nonce, marker_packet, parse_ipv4,
-                                parse_udp, split_ethernet, udp_packet)
+from p4handoff.controller.packets import (PacketError, encapsulate, ethernet, forged_marker, marker_nonce,
+                                          marker_packet, parse_ipv4, parse_udp, split_ethernet, udp_packet)
 from p4handoff.controller.registration import (FLAG_D, FLAG_S, REQUEST_SIZE, RegistrationError, RegistrationReply,
                                      RegistrationRequest, ReplyCode)
 from p4handoff.wire import IP_PROTO_IPIP, UDP_PORT_MIP_REGISTRATION
@@ -95,6 +95,17 @@ def test_markers_are_recognised_only_with_magic_port_and_length():
     assert marker_nonce(parse_ipv4(pkt)) == 0xDEADBEEF
     assert marker_nonce(parse_ipv4(udp_packet("10.0.0.1", "10.0.1.1", 9, 9, b"P4HX" + bytes(8)))) is None
     assert marker_nonce(parse_ipv4(udp_packet("10.0.0.1", "10.0.1.1", 5001, 5001, b"x"))) is None
+
+
+def test_a_marker_with_a_guessed_tag_is_not_a_marker():
+    pkt = bytearray(marker_packet("192.168.100.1", "10.0.1.1", 0xDEADBEEF))
+    assert len(pkt) == 20 + 8 + 28
+    for i in range(len(pkt) - 16, len(pkt)):      # every byte of the 128-bit tag counts
+        forged = bytearray(pkt)
+        forged[i] ^= 0x80
+        assert marker_nonce(parse_ipv4(bytes(forged))) is None
+        assert forged_marker(parse_ipv4(bytes(forged)))
+    assert not forged_marker(parse_ipv4(bytes(pkt)))
 
 
 @pytest.mark.parametrize("packet, message", [

@@ -23,7 +23,7 @@ import signal
 from pathlib import Path
 from typing import Any, Mapping
 
-from p4handoff.bmv2 import Bmv2Switch, prepare_port
+from p4handoff.bmv2 import Bmv2Switch, SwitchTls, prepare_port
 from p4handoff.netns import Sandbox, Namespace
 
 
@@ -44,7 +44,7 @@ def _switch_class() -> type:
         """simple_switch_grpc in its own namespace; P4Runtime on a Unix socket, priority queues on."""
 
         def __init__(self, name: str, *, bmv2_ports: Mapping[int, str], grpc_socket: Path, log_path: Path,
-                     cpu_port: int, priority_queues: int = 2, **params: Any) -> None:
+                     cpu_port: int, priority_queues: int = 2, tls: SwitchTls | None = None, **params: Any) -> None:
             params["inNamespace"] = True    # Mininet passes its network-wide default (root namespace)
             super().__init__(name, **params)
             self.bmv2_ports = dict(bmv2_ports)
@@ -52,6 +52,7 @@ def _switch_class() -> type:
             self.log_path = log_path
             self.cpu_port = cpu_port
             self.priority_queues = priority_queues
+            self.tls = tls
             self.netns: Namespace | None = None     # set by LabNet once the namespace has its name
             self.bmv2: Bmv2Switch | None = None
 
@@ -60,7 +61,7 @@ def _switch_class() -> type:
             assert self.netns is not None, "LabNet names the namespace before starting"
             self.bmv2 = Bmv2Switch(self.bmv2_ports, netns=self.netns, cpu_port=self.cpu_port,
                                    priority_queues=self.priority_queues, grpc_socket=self.grpc_socket,
-                                   log_path=self.log_path).start()
+                                   log_path=self.log_path, tls=self.tls).start()
 
         def connected(self) -> bool:
             return self.bmv2 is not None and self.bmv2.alive
@@ -102,11 +103,11 @@ class LabNet:
         return self._name(node)
 
     def switch(self, name: str, ports: Mapping[int, str], *, grpc_socket: Path, log_path: Path,
-               cpu_port: int) -> Namespace:
+               cpu_port: int, tls: SwitchTls | None = None) -> Namespace:
         """A P4Switch serving `ports` (BMv2 port number -> interface in its namespace) once started."""
         dpid = f"{len(self.net.switches) + 1:x}"
         node = self.net.addSwitch(name, cls=self._switch_cls, dpid=dpid, bmv2_ports=ports, grpc_socket=grpc_socket,
-                                  log_path=log_path, cpu_port=cpu_port)
+                                  log_path=log_path, cpu_port=cpu_port, tls=tls)
         return self._name(node)
 
     def _name(self, node: Any) -> Namespace:

@@ -37,6 +37,9 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from p4handoff.bmv2 import SwitchTls
+from p4handoff.keyfile import Keys, write_keys
+from p4handoff.lab_ca import lab_certs
 from p4handoff.netns import Sandbox, Namespace, stop_process
 from p4handoff.paths import pipeline_files
 from p4handoff.topo.plan import ACCESS_GATEWAY, HOST_GATEWAY, UNBOUNDED, LabPlan, Wire, plan
@@ -71,6 +74,17 @@ class LabRig:
         self.active_dev: dict[str, str] = {}
         self.registered: dict[str, str] = {}   # host -> the device its last registration left from (until it leaves)
         self.controller_ready = threading.Event()   # clear while a fault has the controller restarting
+        self.keys_path = self.sockets / "keys.yaml"       # every host's key (0600, in the 0700 temp directory)
+        self.keys: Keys = write_keys(self.keys_path, list(self.plan.hosts))
+        # P4Runtime over TLS with mutual authentication, from a CA made for this run (p4handoff.lab_ca)
+        self.controller_tls, servers = lab_certs(self.sockets / "pki", [s.name for s in self.plan.switches])
+        self.tls = {name: SwitchTls(f.ca, f.cert, f.key, name, self.controller_tls.cert, self.controller_tls.key)
+                    for name, f in servers.items()}
+        self._ident: dict[str, int] = {}                  # host -> last registration identification sent
+
+    def key_args(self, host: str) -> list[str]:
+        """`p4handoff host` options that make `host`'s endpoints accept only authenticated notifications."""
+        return ["--keys", str(self.keys_path), "--key-name", host]
 
     def start(self) -> None:
         from p4handoff.wire import load_constants
@@ -81,7 +95,8 @@ class LabRig:
         cpu_port = load_constants()["CPU_PORT"]
         for sw in self.plan.switches:
             self.ns[sw.name] = self.net.switch(sw.name, sw.ports, grpc_socket=self.sockets / f"{sw.name}.grpc",
-                                               log_path=self.out / f"bmv2-{sw.name}.log", cpu_port=cpu_port)
+                                               log_path=self.out / f"bmv2-{sw.name}.log", cpu_port=cpu_port,
+                                               tls=self.tls[sw.name])
         for cell, br in self.plan.bridges.items():
             self.net.bridge(self.plan.cell_ports[cell][0], br)
         for k, w in enumerate(self.plan.wires):
@@ -125,7 +140,9 @@ class LabRig:
         desc = dict(self.plan.network)
         p4info, p4json = pipeline_files()
         desc["controller"] = {"election_id": 10, "socket": self.socket_path, "p4info": str(p4info),
-                              "device_config": str(p4json)}
+                              "device_config": str(p4json), "keys": str(self.keys_path),
+                              "tls": {"ca": str(self.controller_tls.ca), "cert": str(self.controller_tls.cert),
+                                      "key": str(self.controller_tls.key)}}
         desc["switches"] = [dict(s, grpc=self.switches[s["name"]].grpc_addr) for s in desc["switches"]]
         net_path = self.out / "network.yaml"
         net_path.write_text(yaml.safe_dump(desc, sort_keys=False))
@@ -238,15 +255,19 @@ class LabRig:
         """A Mobile IP Registration Request from `name`'s device `dev` (with the S flag for a DSBP probe)."""
         from p4handoff.controller.packets import ethernet, udp_packet
         from p4handoff.controller.registration import FLAG_S, RegistrationRequest
+        from p4handoff.controller.registration_auth import sign
+        from p4handoff.ntptime import ntp_time
         from p4handoff.wire import UDP_PORT_MIP_REGISTRATION
         h = self.plan.hosts[name]
         mac = next(m for d, m in h.devices.values() if d == dev)
         src = probe_coa or h.address
         gw_addr = self.plan.switches[0].address
-        req = RegistrationRequest(h.address, src, gw_addr, 0xFFFF, int(time.monotonic() * 1000) & 0xFFFFFFFF,
-                                  FLAG_S if probe_coa else 0)
+        ident = self._ident[name] = max(ntp_time(time.time()), self._ident.get(name, 0) + 1)   # RFC 5944 §5.7.1
+        req = RegistrationRequest(h.address, src, gw_addr, 0xFFFF, ident, FLAG_S if probe_coa else 0)
+        key = self.keys.get(name)
+        assert key is not None
         frame = ethernet("ff:ff:ff:ff:ff:ff", mac, udp_packet(src, "255.255.255.255", UDP_PORT_MIP_REGISTRATION,
-                                                               UDP_PORT_MIP_REGISTRATION, req.encode()))
+                                                               UDP_PORT_MIP_REGISTRATION, sign(req.encode(), key)))
         sock = self.ns[name].socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
         try:
             sock.bind((dev, 0))

@@ -30,10 +30,14 @@ import yaml
 from p4handoff.controller.control import request
 from p4handoff.topo.launch import launch_controller
 from p4handoff.controller.registration import RegistrationReply, RegistrationRequest
+from p4handoff.controller.registration_auth import sign, verify_reply
+from p4handoff.keyfile import Keys, write_keys
 from p4handoff.controller.packets import PacketError, ethernet, parse_ipv4, parse_udp, split_ethernet, udp_packet
-from p4handoff.bmv2 import Bmv2Switch, veth_port
+from p4handoff.bmv2 import Bmv2Switch, SwitchTls, veth_port
+from p4handoff.lab_ca import TlsFiles, lab_certs
 from p4handoff.netns import Sandbox, Namespace
 from p4handoff.wire import UDP_PORT_MIP_REGISTRATION, load_constants
+from p4handoff.ntptime import ntp_time
 
 CPU_PORT = load_constants()["CPU_PORT"]
 QUEUE_DEPTH = 4096   # BMv2's default of 64 would drop a burst of punts (CPU port) behind everyone's back
@@ -149,10 +153,13 @@ class Testbed:
     __test__ = False    # not a pytest test class despite the name
 
     def __init__(self, workdir: Path, n_mobiles: int = 2, *, hold_time_ms: int = 300,
-                 per_mh_packets: int = 64, aqm: dict[str, Any] | None = None, grpc_sockets: bool = False) -> None:
+                 per_mh_packets: int = 64, aqm: dict[str, Any] | None = None, grpc_sockets: bool = False,
+                 authenticate: bool = True, tls: bool = True, punt_budget: dict[str, int] | None = None) -> None:
         """`grpc_sockets`: the switches serve P4Runtime on Unix sockets in `workdir` (reachable from any
         namespace, so a controller started by hand in the root namespace reaches them), else on
-        127.0.0.1 ports inside the fabric namespace."""
+        127.0.0.1 ports inside the fabric namespace. `authenticate`: a key file (`keys.yaml` in `workdir`)
+        for every host, named by the description, and the MHs sign their registrations. `tls`: a lab CA in
+        `workdir/pki` (p4handoff.lab_ca), P4Runtime over TLS with mutual authentication."""
         self.workdir = Path(workdir)
         self.n_mobiles = n_mobiles
         self.lab = Sandbox("ctl")
@@ -170,6 +177,20 @@ class Testbed:
         self._hold = hold_time_ms
         self._per_mh = per_mh_packets
         self._grpc_sockets = grpc_sockets
+        self._punt_budget = punt_budget         # the description's punt_budget (None: its default)
+        self.keys_path = self.workdir / "keys.yaml"
+        self.keys: Keys | None = None
+        if authenticate:
+            self.workdir.mkdir(parents=True, exist_ok=True)
+            self.keys = write_keys(self.keys_path, [mh_name(i) for i in range(n_mobiles)] + ["ch"])
+        self._idents: dict[tuple[int, int], int] = {}     # (MH, the caller's ident) -> the identification sent
+        self.pki = self.workdir / "pki"
+        self.tls: dict[str, SwitchTls] = {}
+        self.controller_tls: TlsFiles | None = None
+        if tls:
+            self.controller_tls, servers = lab_certs(self.pki, SWITCH_IP)
+            self.tls = {name: SwitchTls(f.ca, f.cert, f.key, name, self.controller_tls.cert, self.controller_tls.key)
+                        for name, f in servers.items()}
 
     # ---------------------------------------------------------------- topology
 
@@ -185,7 +206,7 @@ class Testbed:
                  "bs2": {1: "b1", 2: "b2", 3: "b3"}}
         for name, mapping in ports.items():
             sock = {"grpc_socket": self.workdir / f"{name}.grpc"} if self._grpc_sockets else {}
-            self.switches[name] = self._switch(mapping, self.workdir / f"{name}.log", **sock)
+            self.switches[name] = self._switch(name, mapping, self.workdir / f"{name}.log", **sock)
         self.network_path.write_text(yaml.safe_dump(self.description()))
         self.hosts = {"ch": HostPort(self.ch_ns, "eth0"), "cell1": HostPort(self.mh_ns, "cell1"),
                       "cell2": HostPort(self.mh_ns, "cell2")}
@@ -200,8 +221,12 @@ class Testbed:
             return d
         access = {"number": 1, "role": "access", "aqm": self._aqm}
         return {
-            "controller": {"election_id": 10, "socket": self.socket_path, "hold_time_ms": self._hold},
+            "controller": {"election_id": 10, "socket": self.socket_path, "hold_time_ms": self._hold,
+                           **({"keys": str(self.keys_path)} if self.keys is not None else {}),
+                           **({"tls": {"ca": str(self.controller_tls.ca), "cert": str(self.controller_tls.cert),
+                                       "key": str(self.controller_tls.key)}} if self.controller_tls else {})},
             "buffer": {"per_mh_packets": self._per_mh, "total_packets": max(4096, self._per_mh * self.n_mobiles)},
+            **({"punt_budget": self._punt_budget} if self._punt_budget else {}),
             "access_gateway": {"address": GATEWAY_IP, "mac": GATEWAY_MAC},
             "switches": [
                 sw("gw", "gateway", [{"number": 1, "role": "core"}, {"number": 2, "role": "peer", "peer": "bs1"},
@@ -221,12 +246,13 @@ class Testbed:
         """Kill one switch by its PID and start a fresh one on the same ports and gRPC port."""
         old = self.switches[name]
         old.stop()
-        self.switches[name] = self._switch(old.ports, self.workdir / f"{name}-restart.log",
+        self.switches[name] = self._switch(name, old.ports, self.workdir / f"{name}-restart.log",
                                            grpc_port=old.grpc_port, thrift_port=old.thrift_port,
                                            grpc_socket=old.grpc_socket)
 
-    def _switch(self, ports: dict[int, str], log: Path, **kwargs: Any) -> Bmv2Switch:
-        sw = Bmv2Switch(ports, netns=self.fab, cpu_port=CPU_PORT, priority_queues=2, log_path=log, **kwargs).start()
+    def _switch(self, name: str, ports: dict[int, str], log: Path, **kwargs: Any) -> Bmv2Switch:
+        sw = Bmv2Switch(ports, netns=self.fab, cpu_port=CPU_PORT, priority_queues=2, log_path=log,
+                        tls=self.tls.get(name), **kwargs).start()
         sw.cli.set_queue_depth(QUEUE_DEPTH)        # every port and priority, the CPU port included
         return sw
 
@@ -279,13 +305,23 @@ class Testbed:
 
     def register(self, i: int, bs: str, ident: int, *, lifetime: int = 0xFFFF, care_of: str | None = None,
                  flags: int = 0, wait_reply: float = 3.0) -> RegistrationReply | None:
-        """MH `i` sends a registration out of its radio in `bs`'s cell; returns the reply (None: none came)."""
+        """MH `i` sends a registration out of its radio in `bs`'s cell; returns the reply (None: none came).
+
+        `ident` orders the caller's registrations: with authentication on, each new `ident` of an MH is sent
+        as an NTP timestamp of now (above the MH's previous one), and an `ident` given again is sent as the
+        same identification (a replay), signed with the MH's key.
+        """
         port = self.hosts[CELL_IFACE[bs]]
+        host_key = self.keys.get(mh_name(i)) if self.keys is not None else None
+        if host_key is not None:
+            last = max((v for (j, _), v in self._idents.items() if j == i), default=0)
+            ident = self._idents.setdefault((i, ident), max(ntp_time(time.time()), last + 1))
         req = RegistrationRequest(mh_ip(i), care_of or mh_ip(i), SWITCH_IP["gw"], lifetime, ident, flags)
         src = care_of or mh_ip(i)
+        payload = sign(req.encode(), host_key) if host_key is not None else req.encode()
         frame = ethernet("ff:ff:ff:ff:ff:ff", mh_mac(i),
                          udp_packet(src, "255.255.255.255", UDP_PORT_MIP_REGISTRATION, UDP_PORT_MIP_REGISTRATION,
-                                    req.encode()))
+                                    payload))
         port.send(frame)
         if wait_reply <= 0:
             return None
@@ -295,7 +331,11 @@ class Testbed:
             return u is not None and u.sport == UDP_PORT_MIP_REGISTRATION and u.dst == src
         got = [parse_udp_frame(f) for f in port.receive(wait_reply, is_reply)]
         replies = [u for u in got if u is not None and u.sport == UDP_PORT_MIP_REGISTRATION and u.dst == src]
-        return RegistrationReply.decode(replies[-1].payload) if replies else None
+        if not replies:
+            return None
+        if host_key is not None and (why := verify_reply(replies[-1].payload, host_key)):
+            raise RuntimeError(f"registration reply to {mh_name(i)} not authenticated: {why}")
+        return RegistrationReply.decode(replies[-1].payload)
 
     def data_frame(self, i: int, seq: int, dscp: int = 0, dst: str | None = None) -> bytes:
         """A UDP datagram from the correspondent to MH `i` carrying `seq` (first 4 payload bytes)."""

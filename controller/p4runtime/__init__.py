@@ -7,14 +7,14 @@
         sw.insert(TableEntry("ipv4_fwd", {"hdr.ipv4.dst_addr": "10.0.1.0/24"}, "deliver", {"port": 1}))
         print(sw.read_counter("rx_pkts", 1))
 """
-from .client import P4RuntimeClient, default_election_id
+from .client import ClientTls, P4RuntimeClient, default_election_id
 from .encoding import EncodingError, decode_int, encode_value
 from .entities import CounterValue, PacketIn, TableEntry, UpdateType, normalize
 from .errors import P4RuntimeError, UpdateError
 from .p4info import P4Info, P4InfoError
 
 __all__ = [
-    "CounterValue", "EncodingError", "P4Info", "P4InfoError", "P4RuntimeClient", "P4RuntimeError",
+    "ClientTls", "CounterValue", "EncodingError", "P4Info", "P4InfoError", "P4RuntimeClient", "P4RuntimeError",
     "PacketIn", "TableEntry", "UpdateError", "UpdateType", "decode_int", "default_election_id",
     "encode_value", "normalize",
 ]

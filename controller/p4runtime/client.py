@@ -17,6 +17,7 @@ import json
 import os
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence, overload
 
@@ -26,7 +27,7 @@ from ._protos import p4runtime_pb2, p4runtime_pb2_grpc
 from .encoding import decode_int
 from p4handoff.controller.p4runtime.entities import (CounterValue, PacketIn, TableEntry, UpdateType, counter_entry,
                        decode_packet_in, decode_table_entry, encode_packet_out, encode_table_entry,
-                       register_entry)
+                       meter_entry, register_entry)
 from .errors import P4RuntimeError
 from .p4info import P4Info, P4InfoError
 from .stream import StreamChannel
@@ -63,6 +64,17 @@ def pipeline_cookie(p4info: bytes, device_config: bytes) -> int:
     return int.from_bytes(hashlib.sha256(p4info + device_config).digest()[:8], "big")
 
 
+@dataclass(frozen=True)
+class ClientTls:
+    """TLS with mutual authentication: the CA the switch's certificate must chain to, our certificate and
+    key (PEM), and the name the switch's certificate must carry (checked whatever the address)."""
+
+    ca: bytes
+    cert: bytes
+    key: bytes
+    server_name: str
+
+
 class P4RuntimeClient:
     """Connect, arbitrate, push a pipeline, read/write entities by name, exchange packets.
 
@@ -71,7 +83,8 @@ class P4RuntimeClient:
     """
 
     def __init__(self, address: str, device_id: int = 0, election_id: tuple[int, int] | None = None, *,
-                 timeout: float = 10.0, p4info: P4Info | None = None, packet_in_capacity: int = 10_000) -> None:
+                 timeout: float = 10.0, p4info: P4Info | None = None, packet_in_capacity: int = 10_000,
+                 tls: ClientTls | None = None) -> None:
         election_id = default_election_id() if election_id is None else election_id
         if len(election_id) != 2 or not all(isinstance(v, int) and 0 <= v < 2**64 for v in election_id):
             raise ValueError(f"election_id must be (high, low) unsigned 64-bit ints, got {election_id!r}")
@@ -82,8 +95,14 @@ class P4RuntimeClient:
         self.election_id = election_id
         self.timeout = timeout
         self.p4info = p4info
-        self._channel = grpc.insecure_channel(address, options=[
-            ("grpc.max_send_message_length", _MAX_MESSAGE), ("grpc.max_receive_message_length", _MAX_MESSAGE)])
+        options = [("grpc.max_send_message_length", _MAX_MESSAGE), ("grpc.max_receive_message_length", _MAX_MESSAGE)]
+        if tls is None:
+            self._channel = grpc.insecure_channel(address, options=options)
+        else:
+            creds = grpc.ssl_channel_credentials(root_certificates=tls.ca, private_key=tls.key,
+                                                 certificate_chain=tls.cert)
+            self._channel = grpc.secure_channel(address, creds,
+                                                options=options + [("grpc.ssl_target_name_override", tls.server_name)])
         try:
             grpc.channel_ready_future(self._channel).result(timeout=timeout)
         except grpc.FutureTimeoutError:
@@ -209,6 +228,12 @@ class P4RuntimeClient:
         """Set one counter cell (default: reset it to zero)."""
         entity = p4runtime_pb2.Entity(counter_entry=counter_entry(self.need_p4info(), name, index, value))
         self.write([(UpdateType.MODIFY, entity)])
+
+    def write_meters(self, name: str, cells: Sequence[tuple[int, int, int]]) -> None:
+        """Configure meter cells (index, rate per second, burst) in one Write."""
+        info = self.need_p4info()
+        self.write([(UpdateType.MODIFY, p4runtime_pb2.Entity(meter_entry=meter_entry(info, name, i, rate, burst)))
+                    for i, rate, burst in cells])
 
     # -- reads --------------------------------------------------------------------------------
 

@@ -228,6 +228,17 @@ def counter_entry(p4info: P4Info, name: str, index: int | None,
     return proto
 
 
+def meter_entry(p4info: P4Info, name: str, index: int, rate: int, burst: int) -> p4runtime_pb2.MeterEntry:
+    """One cell of an indirect meter: committed and peak rate `rate` units/s (packets for a packets meter),
+    bursts `burst` units; a single-rate limiter (above the rate is red)."""
+    m = p4info.meter(name)
+    _check_index(m.preamble.name, index, m.size)
+    proto = p4runtime_pb2.MeterEntry(meter_id=m.preamble.id)
+    proto.index.index = index
+    proto.config.cir, proto.config.cburst, proto.config.pir, proto.config.pburst = rate, burst, rate, burst
+    return proto
+
+
 def _check_index(name: str, index: int, size: int) -> None:
     if not 0 <= index < size:
         raise EncodingError(f"{name}: index {index} outside 0..{size - 1}")

@@ -71,6 +71,7 @@ class P4Info:
         self.actions = _Index("action", proto.actions)
         self.registers = _Index("register", proto.registers)
         self.counters = _Index("counter", proto.counters)
+        self.meters = _Index("meter", proto.meters)
         self.packet_metadata = _Index("controller packet metadata", proto.controller_packet_metadata)
 
     @classmethod
@@ -101,6 +102,9 @@ class P4Info:
 
     def counter(self, name: str) -> p4info_pb2.Counter:
         return self.counters.get(name)
+
+    def meter(self, name: str) -> p4info_pb2.Meter:
+        return self.meters.get(name)
 
     def controller_metadata(self, name: str) -> p4info_pb2.ControllerPacketMetadata:
         """The `@controller_header` named `name` ("packet_in" or "packet_out")."""

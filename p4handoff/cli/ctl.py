@@ -35,6 +35,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                      help="seconds to wait for all switches before serving (default 10)")
     run.set_defaults(func=_run)
 
+    keys = cmds.add_parser("keys", help="write a key file (mode 0600) with a fresh key for every host of a "
+                                        "description; hosts already in the file keep theirs")
+    keys.add_argument("--network", required=True)
+    keys.add_argument("--out", required=True, help="the key file (name it in controller.keys)")
+    keys.set_defaults(func=_keys)
+
+    certs = cmds.add_parser("certs", help="a lab CA and certificates for P4Runtime over TLS (mutual): one per "
+                                          "switch (its name), one for the controller")
+    certs.add_argument("--network", required=True)
+    certs.add_argument("--out", required=True, type=Path, help="directory for ca.pem, <switch>.pem/.key, "
+                                                               "controller.pem/.key (keys mode 0600)")
+    certs.set_defaults(func=_certs)
+
     val = cmds.add_parser("validate", help="check a network description; list every problem")
     val.add_argument("--network", required=True)
     val.set_defaults(func=_validate)
@@ -105,6 +118,37 @@ def _validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _keys(args: argparse.Namespace) -> int:
+    from p4handoff.keyfile import KeyFileError, load_keys, write_keys
+    try:
+        net = load_network(args.network)
+        keep = load_keys(args.out) if Path(args.out).exists() else None
+    except (NetworkError, KeyFileError) as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_INVALID
+    names = [h.name for h in net.mobile_hosts] + [h.name for h in net.fixed_hosts]
+    write_keys(args.out, names, keep)
+    print(f"{args.out}: keys for {len(names)} hosts (mode 0600)")
+    return EXIT_OK
+
+
+def _certs(args: argparse.Namespace) -> int:
+    from p4handoff.bmv2 import SwitchTls
+    from p4handoff.lab_ca import lab_certs
+    try:
+        net = load_network(args.network)
+    except NetworkError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_INVALID
+    controller, servers = lab_certs(args.out.resolve(), [s.name for s in net.switches])
+    print(f"# in {args.network}, under controller:\ntls: {{ca: {controller.ca}, cert: {controller.cert}, "
+          f"key: {controller.key}}}")
+    for name, f in servers.items():
+        opts = " ".join(SwitchTls(f.ca, f.cert, f.key, name, controller.cert, controller.key).args())
+        print(f"# {name}: simple_switch_grpc ... -- {opts}")
+    return EXIT_OK
+
+
 def _run(args: argparse.Namespace) -> int:
     try:
         net = _load_fitting(args.network)
@@ -112,11 +156,16 @@ def _run(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return EXIT_INVALID
     from p4handoff.controller.daemon import Daemon, JsonLog   # grpc and the protos load only here
+    from p4handoff.keyfile import KeyFileError
 
     log_file = open(args.log, "a", buffering=1) if args.log else None
     try:
-        daemon = Daemon(net, JsonLog(log_file or sys.stderr), socket_path=args.socket,
-                        startup_timeout=args.startup_timeout, network_path=args.network)
+        try:
+            daemon = Daemon(net, JsonLog(log_file or sys.stderr), socket_path=args.socket,
+                            startup_timeout=args.startup_timeout, network_path=args.network)
+        except (KeyFileError, OSError) as exc:          # the key file, the TLS certificates
+            print(exc, file=sys.stderr)
+            return EXIT_INVALID
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: daemon.stop())
         daemon.run()

@@ -14,6 +14,7 @@ from typing import Callable
 from p4handoff.hosts.cc import SCHEMES
 from p4handoff.hosts.net.transfer import DEFAULT_PORT, receive, send
 from p4handoff.interrupt import sigterm_as_interrupt
+from p4handoff.keyfile import load_keys
 from p4handoff.wire import UDP_PORT_HANDOFF_NOTIFY
 
 _SI = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9}
@@ -80,6 +81,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="per-connection trace: CSV if FILE ends in .csv, else JSON lines")
     p.add_argument("--notify-port", type=port_number, default=UDP_PORT_HANDOFF_NOTIFY, metavar="P",
                    help=f"UDP port for handoff notifications (default {UDP_PORT_HANDOFF_NOTIFY}; 0 = none)")
+    p.add_argument("--keys", type=Path, metavar="FILE",
+                   help="key file (mode 0600): accept only handoff notifications authenticated with our key")
+    p.add_argument("--key-name", metavar="NAME", help="our name in the key file (with --keys)")
     p.add_argument("--link-events", action="store_true",
                    help="we are the mobile host: our interface losing / regaining its carrier is DETACH / HANDOFF")
     p.add_argument("--window-segments", type=positive(int), metavar="N",
@@ -94,6 +98,18 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=positive(float), default=300.0, metavar="S",
                    help="give up (RST) after this long (default 300; for send, added to --seconds)")
     p.add_argument("--seed", type=int, default=0, help="seed for the ISN and the generated data")
+
+
+def _notify_key(args: argparse.Namespace) -> bytes | None:
+    """Our key from `--keys`/`--key-name`, or None (notifications unauthenticated, docs/wire-contract.md)."""
+    if (args.keys is None) != (args.key_name is None):
+        raise ValueError("--keys and --key-name go together")
+    if args.keys is None:
+        return None
+    host = load_keys(args.keys).get(args.key_name)
+    if host is None:
+        raise ValueError(f"--key-name {args.key_name!r} is not in {args.keys}")
+    return host.key
 
 
 def _settings(args: argparse.Namespace) -> dict[str, object]:
@@ -145,7 +161,8 @@ def _send(args: argparse.Namespace) -> int:
     host, port = args.to
     result = send(host, port, scheme=args.scheme, total=args.bytes, seconds=args.seconds, data_file=args.data,
                   trace=args.trace, mss=args.mss, local_port=args.port, notify_port=args.notify_port or None,
-                  link_events=args.link_events, timeout=args.timeout, seed=args.seed, **_settings(args))
+                  link_events=args.link_events, notify_key=_notify_key(args), timeout=args.timeout, seed=args.seed,
+                  **_settings(args))
     print("\n".join(result.lines()), flush=True)
     return 0
 
@@ -162,6 +179,7 @@ def _recv(args: argparse.Namespace) -> int:
 
     result = receive(args.port, scheme=args.scheme, out=args.out, trace=args.trace, addr=args.addr,
                      notify_port=args.notify_port or None, link_events=args.link_events,
+                     notify_key=_notify_key(args),
                      timeout=args.timeout, seed=args.seed,
                      on_ready=ready, **_settings(args))
     print("\n".join(result.lines()), flush=True)

@@ -67,7 +67,7 @@ def _kill(tb: Testbed, target: str) -> tuple[float, float | None]:
     os.kill(old.pid, signal.SIGKILL)
     stop_process(old.proc, 5)
     t = time.monotonic()
-    tb.switches[target] = tb._switch(old.ports, tb.workdir / f"{target}-chaos.log",
+    tb.switches[target] = tb._switch(target, old.ports, tb.workdir / f"{target}-chaos.log",
                                      grpc_port=old.grpc_port, thrift_port=old.thrift_port)
     if target == "bs2":
         tb.switches[target].cli.set_queue_rate(G3_PPS, 1)

@@ -133,6 +133,9 @@ const bit<8> FWD_DROP_TABLE = 1;
 const bit<8> FWD_DROP_TTL = 2;
 const bit<8> FWD_DROP_UNSUPPORTED = 3;
 const bit<8> FWD_DROP_PACKET_OUT = 4;
+/* an unsolicited punt (registration, ARP, no route) over its ingress port's
+ * punt budget: a meter per port (docs/pipeline.md, "Punt budget") */
+const bit<8> FWD_DROP_PUNT_BUDGET = 5;
 
 #include "size.p4"
 

@@ -46,6 +46,10 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
     Counter<bit<64>, bit<13>>(PORT_REASON_SLOTS, CounterType_t.PACKETS_AND_BYTES) fwd_dropped;
     @name(".punted")
     Counter<bit<64>, bit<13>>(PORT_REASON_SLOTS, CounterType_t.PACKETS_AND_BYTES) punted;
+    /* the punt budget: unsolicited punts per ingress port (docs/pipeline.md, "Punt budget"); configured by
+     * the controller per port, red beyond it. Not yet compiled with bf-p4c (docs/tofino.md) */
+    @name(".punt_budget")
+    Meter<bit<9>>(PORT_SLOTS, MeterType_t.PACKETS) punt_budget;
 
     /* to the controller with a packet_in header; a probe (telemetry = 1)
      * also carries the telemetry header, which egress completes */
@@ -113,6 +117,18 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
             meta.bs.malformed_kind = MALFORMED_CHECKSUM;
         }
         bs_ingress.apply(hdr.bs, meta.bs);
+
+        /* an unsolicited punt over its port's budget becomes a forwarding drop (counted in fwd_dropped
+         * below, never in punted) */
+        bit<8> punt_color = (bit<8>)MeterColor_t.GREEN;
+        if (meta.bs.malformed_kind == 0 && !meta.bs.drop && meta.bs.punt_reason != 0
+                && meta.bs.punt_reason != PUNT_REASON_TELEMETRY && meta.bs.punt_reason != PUNT_REASON_BUFFER) {
+            punt_color = punt_budget.execute(ig_intr_md.ingress_port);
+        }
+        if (punt_color == (bit<8>)MeterColor_t.RED) {
+            meta.bs.drop = true;
+            meta.bs.drop_reason = FWD_DROP_PUNT_BUDGET;
+        }
 
         if (meta.bs.malformed_kind != 0 || meta.bs.drop) {
             ig_dprsr_md.drop_ctl = 1;

@@ -49,6 +49,10 @@ control V1VerifyChecksum(inout headers_t hdr, inout local_meta_t meta) {
     }
 }
 
+/* v1model's meter colours (BMv2) */
+const bit<2> METER_GREEN = 0;
+const bit<2> METER_RED = 2;
+
 control V1Ingress(inout headers_t hdr, inout local_meta_t meta,
                   inout standard_metadata_t sm) {
     BsIngress() bs_ingress;
@@ -63,6 +67,11 @@ control V1Ingress(inout headers_t hdr, inout local_meta_t meta,
         hdr.packet_in._pad = 0;
         sm.egress_spec = CPU_PORT;
         meta.aqm_on = false;
+    }
+
+    /* an unsolicited punt (not a diverted MH packet, not a telemetry answer) spends its port's budget */
+    action spend_punt_budget(out bit<2> color) {
+        punt_budget.execute_meter((bit<32>)sm.ingress_port, color);
     }
 
     /* dummies to the lowest queue (data is already QUEUE_PRIORITY_DATA) */
@@ -122,7 +131,16 @@ control V1Ingress(inout headers_t hdr, inout local_meta_t meta,
                     fwd_dropped.count(reason_base + (bit<32>)meta.drop_reason);
                     mark_to_drop(sm);
                 } else if (meta.punt_reason != 0 && meta.punt_reason != PUNT_REASON_TELEMETRY) {
-                    to_cpu(reason_base);
+                    bit<2> color = METER_GREEN;
+                    if (meta.punt_reason != PUNT_REASON_BUFFER) {
+                        spend_punt_budget(color);
+                    }
+                    if (color == METER_RED) {
+                        fwd_dropped.count(reason_base + (bit<32>)FWD_DROP_PUNT_BUDGET);
+                        mark_to_drop(sm);
+                    } else {
+                        to_cpu(reason_base);
+                    }
                 } else {
                     if (meta.punt_reason == 0) {
                         forward();

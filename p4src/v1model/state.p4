@@ -43,6 +43,9 @@ counter(PORT_SLOTS, CounterType.packets_and_bytes) sanitised;           /* ingre
 counter(PORT_REASON_SLOTS, CounterType.packets_and_bytes) malformed;
 counter(PORT_REASON_SLOTS, CounterType.packets_and_bytes) fwd_dropped;
 counter(PORT_REASON_SLOTS, CounterType.packets_and_bytes) punted;
+/* index ingress port: the punt budget, a packets meter the controller configures per port (rate and burst
+ * from the network description); a port whose cell is not configured is unlimited (BMv2: green) */
+meter(PORT_SLOTS, MeterType.packets) punt_budget;
 
 /* Ingress side: snapshot the state, run AqmDecide, write the state back and
  * admit (counting the packet into its class) or drop. Also answers

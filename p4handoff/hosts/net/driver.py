@@ -37,6 +37,7 @@ from p4handoff.hosts.net.rawio import PacketReceiver, PacketSender
 from p4handoff.hosts.segment import ACK, RST, SYN, Segment
 from p4handoff.hosts.tcp.connection import State, TcpConnection, rst_for
 from p4handoff.notify import Notification, NotificationError
+from p4handoff.notify_auth import NotificationAuthError, Opener
 
 log = logging.getLogger(__name__)
 BATCH = 256  # packets taken from the socket before the connection is polled
@@ -68,8 +69,10 @@ class NetDriver:
     """
 
     def __init__(self, port: int = 0, local_addr: str | None = None, *, notify_port: int | None = None,
-                 link_events: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
+                 link_events: bool = False, clock: Callable[[], float] = time.monotonic,
+                 notify_key: bytes | None = None) -> None:
         self.clock = clock
+        self.opener = Opener(notify_key) if notify_key is not None else None   # None: trailer ignored
         self.stats = DriverStats()
         self.conn: TcpConnection | None = None
         self._make_conn: Callable[[Segment], TcpConnection] | None = None
@@ -236,8 +239,8 @@ class NetDriver:
         assert self.notify_tap is not None
         for data in self.notify_tap.receive():
             try:
-                note = Notification.decode(data)
-            except NotificationError as exc:
+                note = Notification.decode(self.opener.open(data) if self.opener is not None else data)
+            except (NotificationError, NotificationAuthError) as exc:
                 self.stats.bad_notifications += 1
                 log.warning("ignored handoff notification: %s", exc)
                 continue

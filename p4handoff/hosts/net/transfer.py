@@ -79,7 +79,7 @@ def config_for(mtu: int, mss: int | None, **settings: object) -> TcpConfig:
 def send(to: str, port: int, *, scheme: str, total: int | None = None, seconds: float | None = None,
          data_file: Path | None = None, trace: Path | None = None, mss: int | None = None,
          local_port: int = 0, notify_port: int | None = None, link_events: bool = False,
-         timeout: float = 300.0, seed: int = 0, **settings: object) -> TransferResult:
+         notify_key: bytes | None = None, timeout: float = 300.0, seed: int = 0, **settings: object) -> TransferResult:
     """Open a connection to `to:port`, send, close, and wait for the close to complete.
 
     Exactly one of `total` (bytes of generated data), `seconds` (generated
@@ -100,7 +100,8 @@ def send(to: str, port: int, *, scheme: str, total: int | None = None, seconds: 
                                           else PatternSource(total, seed, stop))
     writer = TraceWriter(trace, t0) if trace is not None else None
     try:
-        with NetDriver(local_port, src, notify_port=notify_port, link_events=link_events) as driver:
+        with NetDriver(local_port, src, notify_port=notify_port, link_events=link_events,
+                       notify_key=notify_key) as driver:
             conn = TcpConnection(config, src, driver.port, cc=scheme, trace=writer,
                                  name=f"{src}:{driver.port}>{to}:{port}")
             conn.connect(to, port)
@@ -122,7 +123,7 @@ def send(to: str, port: int, *, scheme: str, total: int | None = None, seconds: 
 
 def receive(port: int = DEFAULT_PORT, *, scheme: str = "newreno", out: Path | None = None,
             trace: Path | None = None, addr: str | None = None, notify_port: int | None = None,
-            link_events: bool = False, timeout: float = 300.0, seed: int = 0,
+            link_events: bool = False, notify_key: bytes | None = None, timeout: float = 300.0, seed: int = 0,
             on_ready: Callable[[int], None] | None = None,
             **settings: object) -> TransferResult:
     """Accept one connection on `port`, read it to the end, close, and report what arrived.
@@ -142,7 +143,8 @@ def receive(port: int = DEFAULT_PORT, *, scheme: str = "newreno", out: Path | No
                              on_data=sink, trace=writer, name=f"{syn.dst}:{port}<{syn.src}:{syn.sport}")
 
     try:
-        with NetDriver(port, addr, notify_port=notify_port, link_events=link_events) as driver:
+        with NetDriver(port, addr, notify_port=notify_port, link_events=link_events,
+                       notify_key=notify_key) as driver:
             if on_ready is not None:
                 on_ready(driver.port)
             conn = driver.run(None, timeout=timeout, make_conn=make_conn, until=lambda c: c.eof)

@@ -67,7 +67,7 @@ class LabFlows(RunPart):
     def _start_receiver(self, k: int, f: Any) -> None:
         port = 5001 + k
         args = [sys.executable, "-m", "p4handoff", "host", "recv", "--port", str(port),
-                "--trace", str(self.rig.out / f"recv-{f.name}.csv"), *self._tcp_args(f)]
+                "--trace", str(self.rig.out / f"recv-{f.name}.csv"), *self._tcp_args(f), *self.rig.key_args(f.dst)]
         err = open(self.rig.out / f"recv-{f.name}.stderr", "wb")
         proc = subprocess.Popen(["ip", "netns", "exec", self.rig.ns[f.dst].name, *args], stdout=subprocess.PIPE,
                                 stderr=err, start_new_session=True)
@@ -84,7 +84,8 @@ class LabFlows(RunPart):
         dst = self.scn.topology.address_of(f.dst)
         seconds = (f.stop if f.stop is not None else self.scn.duration) - f.start
         args = ["host", "send", "--to", f"{dst}:{5001 + k}", "--seconds", str(seconds), "--mss",
-                str(f.tcp.packet_size), "--trace", str(self.rig.out / f"trace-{f.name}.csv"), *self._tcp_args(f)]
+                str(f.tcp.packet_size), "--trace", str(self.rig.out / f"trace-{f.name}.csv"), *self._tcp_args(f),
+                *self.rig.key_args(f.src)]
         err = open(self.rig.out / f"send-{f.name}.stderr", "wb")
         proc = subprocess.Popen(["ip", "netns", "exec", self.rig.ns[f.src].name, sys.executable, "-c", _SENDER,
                                  repr(self.clock.t0 + f.start), *args], stdout=subprocess.PIPE, stderr=err,

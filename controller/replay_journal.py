@@ -1,0 +1,115 @@
+"""The registration replay bound per MH, journaled beside the buffer spool so a restart does not reset it.
+
+RFC 5944 §5.7: a home agent accepts a registration only if its
+identification is above the last one it accepted from that MH. Kept in
+memory only, that bound starts over when the controller restarts, and a
+request captured before the restart (still inside the clock-skew window,
+or from an MH whose clock is off) would be accepted again. So every
+accepted identification is appended here (one `write(2)` on an O_APPEND
+descriptor, as the spool does: a `kill -9` right after loses nothing;
+`spool_fsync` adds an fsync) before the reply leaves, and read back at start.
+
+Records: CRC32, MH-name length, name, identification (64 bits). A torn tail is
+cut off at open; the file is compacted (one record per MH, temp file,
+fsync, rename) at every open. One controller per file: an exclusive `flock`.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import struct
+import zlib
+from pathlib import Path
+
+from p4handoff.controller.spool import SpoolError
+
+_HEAD = struct.Struct("!IB")        # CRC32 of (name length, name, identification), name length
+_IDENT = struct.Struct("!Q")
+
+
+def _record(name: str, ident: int) -> bytes:
+    raw = name.encode()[:255]
+    body = bytes([len(raw)]) + raw + _IDENT.pack(ident)
+    return struct.pack("!I", zlib.crc32(body)) + body
+
+
+def _decode(data: bytes) -> dict[str, int]:
+    bounds: dict[str, int] = {}
+    i = 0
+    while i + _HEAD.size <= len(data):
+        crc, n = _HEAD.unpack_from(data, i)
+        end = i + _HEAD.size + n + _IDENT.size
+        if end > len(data) or zlib.crc32(data[i + 4:end]) != crc:
+            break
+        name = data[i + _HEAD.size:i + _HEAD.size + n].decode(errors="replace")
+        bounds[name] = max(bounds.get(name, 0), _IDENT.unpack_from(data, end - _IDENT.size)[0])
+        i = end
+    return bounds
+
+
+class ReplayJournal:
+    """Highest accepted identification per MH name; `open()` locks the file and reads it."""
+
+    def __init__(self, path: str | Path | None, fsync: bool = False) -> None:
+        self.path = None if path is None else Path(path)     # None: in memory only (unit tests, no spool)
+        self.fsync = fsync
+        self._fd: int | None = None
+        self.bounds: dict[str, int] = {}
+
+    def open(self) -> dict[str, int]:
+        if self.path is None:
+            return dict(self.bounds)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise SpoolError(f"replay journal {self.path}: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise SpoolError(f"replay journal {self.path} is in use by another controller") from None
+        data = b""
+        while chunk := os.pread(fd, 1 << 20, len(data)):
+            data += chunk
+        self.bounds = _decode(data)
+        self._fd = fd
+        self._compact()
+        return dict(self.bounds)
+
+    def bound(self, mh: str) -> int:
+        return self.bounds.get(mh, 0)
+
+    def advance(self, mh: str, ident: int) -> None:
+        """Record an accepted identification (a lower one than the bound is ignored)."""
+        if ident <= self.bounds.get(mh, 0):
+            return
+        self.bounds[mh] = ident
+        if self._fd is None:
+            return
+        data = _record(mh, ident)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view):]
+        if self.fsync:
+            os.fsync(self._fd)
+
+    def _compact(self) -> None:
+        assert self._fd is not None and self.path is not None
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.write(fd, b"".join(_record(n, i) for n, i in sorted(self.bounds.items())))
+            os.fsync(fd)
+            os.rename(tmp, self.path)
+        except OSError:
+            os.close(fd)
+            raise
+        os.close(self._fd)
+        self._fd = fd
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None

@@ -1,0 +1,94 @@
+"""A registration captured before a controller restart is refused after it (the bound is journaled).
+
+Two real `Daemon` objects, one after the other, over the same socket and
+spool directory; their switches are unreachable (closed ports), so the
+registration frames are posted as the sessions would post a switch's punt.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from p4handoff.controller.daemon import Daemon
+from p4handoff.controller.network import Network, parse_network
+from p4handoff.controller.p4runtime import PacketIn
+from p4handoff.controller.punts import REASON_REGISTRATION
+from p4handoff.controller.registration import RegistrationRequest
+from p4handoff.controller.registration_auth import signed_request
+from p4handoff.controller.session import PacketInEvent
+from p4handoff.keyfile import write_keys
+from p4handoff.ntptime import ntp_time
+from tests.hostile_inputs import registration_frame
+from tests.test_ctl_daemon import EXAMPLE, closed_port
+
+
+def network(tmp_path: Path) -> Network:
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    (tmp_path / "p4info.txtpb").write_text("")
+    (tmp_path / "bs.json").write_text("{}")
+    write_keys(tmp_path / "keys.yaml", ["mh1", "mh2", "ch"])
+    raw["controller"].update(socket=str(tmp_path / "ctl.sock"), p4info="p4info.txtpb", device_config="bs.json",
+                             keys="keys.yaml")
+    for sw in raw["switches"]:
+        sw["grpc"] = f"127.0.0.1:{closed_port()}"
+    return parse_network(raw, base_dir=tmp_path)
+
+
+class Running:
+    """One daemon on its thread; `punt` posts a registration frame as bs1's session would."""
+
+    def __init__(self, net: Network) -> None:
+        self.logs: list[tuple[str, dict[str, Any]]] = []
+        self.daemon = Daemon(net, log=lambda e, f: self.logs.append((e, f)), startup_timeout=0.2)
+        self.thread = threading.Thread(target=self.daemon.run, daemon=True)
+        self.thread.start()
+        self.wait(lambda: any(e == "startup_done" for e, _ in self.logs))
+
+    def wait(self, cond: Any, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not cond():
+            assert time.monotonic() < deadline, self.logs[-5:]
+            time.sleep(0.01)
+
+    def punt(self, payload: bytes) -> None:
+        n = self.daemon.counters["registrations"]
+        frame = registration_frame("10.0.1.1", payload)
+        self.daemon.events.put(PacketInEvent("bs1", PacketIn(frame, {"reason": REASON_REGISTRATION, "ingress_port": 1}),
+                                             None, time.monotonic()))     # type: ignore[arg-type]
+        self.wait(lambda: self.daemon.counters["registrations"] > n)
+
+    def stop(self) -> None:
+        self.daemon.stop()
+        self.thread.join(10)
+        assert not self.thread.is_alive()
+
+
+def test_a_request_captured_before_a_restart_is_refused_after_it(tmp_path):
+    net = network(tmp_path)
+    from p4handoff.keyfile import load_keys
+    key = load_keys(tmp_path / "keys.yaml").hosts["mh1"]
+    captured = signed_request(RegistrationRequest("10.0.1.1", "10.0.1.1", "192.168.100.1", 0xFFFF,
+                                                  ntp_time(time.time())), key)
+    first = Running(net)
+    first.punt(captured)
+    assert first.daemon.mobility.state("mh1").bs == "bs1"
+    first.stop()
+    assert (tmp_path / "ctl.replay").stat().st_mode & 0o777 == 0o600
+
+    second = Running(net)          # a new process would see the same: the bound is read from the file
+    try:
+        routes = repr(second.daemon.mobility.routes())
+        second.punt(captured)
+        assert second.daemon.guard.rejected["replayed"] == 1
+        assert repr(second.daemon.mobility.routes()) == routes
+        assert second.daemon.mobility.state("mh1").bs != "bs1"
+        fresh = signed_request(RegistrationRequest("10.0.1.1", "10.0.1.1", "192.168.100.1", 0xFFFF,
+                                                   ntp_time(time.time())), key)
+        second.punt(fresh)
+        assert second.daemon.mobility.state("mh1").bs == "bs1"
+    finally:
+        second.stop()
