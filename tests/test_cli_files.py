@@ -85,7 +85,7 @@ def test_unknown_scheme_is_a_usage_error(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit) as info:
         main(["run", str(VH), "--check", "--schemes", "newreno,tahoe"])
     assert info.value.code == 2
-    assert "unknown scheme(s) tahoe" in capsys.readouterr().err
+    assert "unknown scheme 'tahoe'; known: newreno" in capsys.readouterr().err
 
 
 def test_run_help_explains_the_backends_and_lists_every_scheme(capsys: pytest.CaptureFixture) -> None:
