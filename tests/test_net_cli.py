@@ -11,7 +11,7 @@ import pytest
 from p4handoff import netns
 from p4handoff.cli.main import EXIT_ERROR, EXIT_USAGE, main
 from p4handoff.wire import UDP_PORT_HANDOFF_NOTIFY
-from test_net_support import (RECEIVER, ROOT, LinuxSink, OurReceiver, RstWatch, cli, make_path, needs_netns,
+from tests.net_support import (RECEIVER, ROOT, LinuxSink, OurReceiver, RstWatch, cli, make_path, needs_netns,
                               run_cli)
 
 
