@@ -1,0 +1,61 @@
+"""The test tiers: `make test-quick` leaves out what is slow or needs BMv2 or namespaces, and the slow report names
+an unmarked test that takes long (tests/slow_report.py). What cannot be checked here: that every test over ~2 s
+carries the mark (that needs its time; the report names offenders at the end of every run instead)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from _pytest.mark.expression import Expression
+
+from tests.source_tree import REPO
+
+
+def quick_marks() -> str:
+    (expr,) = re.findall(r"^QUICK_MARKS\s*:?=\s*(.+)$", (REPO / "Makefile").read_text(), re.M)
+    return expr.strip()
+
+
+@pytest.mark.parametrize("marks, selected", [
+    (set(), True), ({"slow"}, False), ({"bmv2"}, False), ({"netns"}, False),
+    ({"bmv2", "netns", "slow"}, False), ({"hypothesis"}, True),
+])
+def test_the_quick_tier_leaves_out_slow_bmv2_and_netns(marks: set[str], selected: bool) -> None:
+    expr = Expression.compile(quick_marks())
+    assert expr.evaluate(lambda name, **kwargs: name in marks) is selected
+    assert '-m "$(QUICK_MARKS)"' in (REPO / "Makefile").read_text()
+
+
+SLEEPERS = """
+import time
+import pytest
+
+def test_sleeps():
+    time.sleep(0.3)
+
+@pytest.mark.slow
+def test_sleeps_marked():
+    time.sleep(0.3)
+
+def test_quick():
+    pass
+"""
+
+
+def test_the_report_names_an_unmarked_test_over_the_threshold(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("from tests.slow_report import *  # noqa: F401,F403\n")
+    pytester.makepyfile(test_sleepers=SLEEPERS)
+    result = pytester.runpytest_inprocess("--slow-threshold", "0.2", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3)
+    out = result.stdout.str()
+    assert "over 0.2 s without the slow mark" in out
+    assert re.search(r"\d\.\d\ds test_sleepers.py::test_sleeps$", out, re.M)
+    assert "test_sleeps_marked" not in out and "::test_quick" not in out
+
+
+def test_no_report_when_every_long_test_is_marked(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("from tests.slow_report import *  # noqa: F401,F403\n")
+    pytester.makepyfile(test_sleepers=SLEEPERS.replace("def test_sleeps():\n    time.sleep(0.3)", "def test_sleeps():\n    pass"))
+    result = pytester.runpytest_inprocess("--slow-threshold", "0.2", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3)
+    assert "without the slow mark" not in result.stdout.str()
