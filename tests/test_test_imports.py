@@ -35,7 +35,7 @@ def imports_of_test_modules(path: Path) -> list[str]:
     return found
 
 
-def test_no_imports_of_test_modules_another() -> None:
+def test_no_test_module_imports_another() -> None:
     files = sorted(p for d in TEST_DIRS for p in (REPO / d).rglob("*.py"))
     assert len(files) > 80
     assert [line for p in files for line in imports_of_test_modules(p)] == []
