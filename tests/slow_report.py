@@ -1,7 +1,7 @@
 """The `slow` mark kept honest by measurement: tests that took over `--slow-threshold` seconds without it are named.
 
 `make test-quick` runs the tests without the `slow`, `bmv2` and `netns` marks, so a test that grows slow
-without its mark lengthens the edit loop unnoticed. Each test's time here (setup + call + teardown) is
+without its mark lengthens the edit loop unnoticed (tests with any of the three marks are not named). Each test's time here (setup + call + teardown) is
 its wall time less the time its process waited for a CPU (Linux schedstat): on a machine shared with
 other work, that estimates the time the test takes on a quiet one. The report only names tests; it
 fails none (a timed test would fail with the machine's load, not with the code). Children's CPU
@@ -18,6 +18,7 @@ import pytest
 DEFAULT_THRESHOLD = 2.0  # seconds; the quick tier's budget is about 60 s for ~900 tests
 _SCHEDSTAT = Path("/proc/thread-self/schedstat")
 _KEY = "quiet_s"
+LEFT_OUT = ("slow", "bmv2", "netns")   # the marks make test-quick leaves out
 
 
 def runqueue_wait() -> float:
@@ -82,7 +83,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     if report.when == "teardown" and _clocks in item.stash:
         # user_properties travel with the report from an xdist worker to the controller
         report.user_properties.append((_KEY, round(item.stash[_clocks].total, 3)))
-        report.user_properties.append(("slow_marked", item.get_closest_marker("slow") is not None))
+        report.user_properties.append(("left_out", any(item.get_closest_marker(m) for m in LEFT_OUT)))
     return report
 
 
@@ -95,7 +96,7 @@ class SlowReport:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         props = dict(report.user_properties)
-        if report.when == "teardown" and _KEY in props and not props["slow_marked"] \
+        if report.when == "teardown" and _KEY in props and not props["left_out"] \
                 and props[_KEY] > self.threshold:
             self.unmarked.append((props[_KEY], report.nodeid))
 

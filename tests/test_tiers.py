@@ -8,6 +8,7 @@ import re
 import pytest
 from _pytest.mark.expression import Expression
 
+from tests.slow_report import LEFT_OUT
 from tests.source_tree import REPO
 
 
@@ -26,6 +27,12 @@ def test_the_quick_tier_leaves_out_slow_bmv2_and_netns(marks: set[str], selected
     assert '-m "$(QUICK_MARKS)"' in (REPO / "Makefile").read_text()
 
 
+def test_the_report_leaves_out_what_the_quick_tier_leaves_out() -> None:
+    expr = Expression.compile(quick_marks())
+    assert [m for m in LEFT_OUT if expr.evaluate(lambda name, m=m, **kwargs: name == m)] == []
+    assert {"slow", "bmv2", "netns"} <= set(LEFT_OUT)
+
+
 SLEEPERS = """
 import time
 import pytest
@@ -37,6 +44,10 @@ def test_sleeps():
 def test_sleeps_marked():
     time.sleep(0.3)
 
+@pytest.mark.netns
+def test_sleeps_in_a_namespace():
+    time.sleep(0.3)
+
 def test_quick():
     pass
 """
@@ -46,16 +57,16 @@ def test_the_report_names_an_unmarked_test_over_the_threshold(pytester: pytest.P
     pytester.makeconftest("from tests.slow_report import *  # noqa: F401,F403\n")
     pytester.makepyfile(test_sleepers=SLEEPERS)
     result = pytester.runpytest_inprocess("--slow-threshold", "0.2", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=4)
     out = result.stdout.str()
     assert "over 0.2 s without the slow mark" in out
     assert re.search(r"\d\.\d\ds test_sleepers.py::test_sleeps$", out, re.M)
-    assert "test_sleeps_marked" not in out and "::test_quick" not in out
+    assert "test_sleeps_marked" not in out and "test_sleeps_in_a_namespace" not in out and "::test_quick" not in out
 
 
 def test_no_report_when_every_long_test_is_marked(pytester: pytest.Pytester) -> None:
     pytester.makeconftest("from tests.slow_report import *  # noqa: F401,F403\n")
     pytester.makepyfile(test_sleepers=SLEEPERS.replace("def test_sleeps():\n    time.sleep(0.3)", "def test_sleeps():\n    pass"))
     result = pytester.runpytest_inprocess("--slow-threshold", "0.2", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=4)
     assert "without the slow mark" not in result.stdout.str()
