@@ -70,3 +70,30 @@ def test_no_report_when_every_long_test_is_marked(pytester: pytest.Pytester) -> 
     result = pytester.runpytest_inprocess("--slow-threshold", "0.2", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=4)
     assert "without the slow mark" not in result.stdout.str()
+
+
+GROUPED = """
+import pytest
+
+@pytest.mark.netns
+@pytest.mark.parametrize("n", range(4))
+def test_in_a_namespace(n):
+    pass
+
+@pytest.mark.parametrize("n", range(4))
+def test_anywhere(n):
+    pass
+"""
+
+
+@pytest.mark.slow   # two xdist workers start
+def test_make_test_runs_the_namespace_tests_on_one_worker(pytester: pytest.Pytester,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(REPO))   # the subprocess imports tests.conftest
+    pytester.makeconftest("from tests.conftest import pytest_collection_modifyitems  # noqa: F401\n")
+    pytester.makepyfile(test_grouped=GROUPED)
+    result = pytester.runpytest_subprocess("-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=8)
+    ran = [line for line in result.outlines if "::test_in_a_namespace" in line and "PASSED" in line]
+    assert len(ran) == 4 and all(line.rstrip().endswith("@namespaces") for line in ran), ran   # xdist saw the group
+    assert len({line.split("]")[0] for line in ran}) == 1, ran                        # and kept it on one worker
