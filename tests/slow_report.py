@@ -1,15 +1,16 @@
 """The `slow` mark kept honest by measurement: tests that took over `--slow-threshold` seconds without it are named.
 
 `make test-quick` runs the tests without the `slow`, `bmv2` and `netns` marks, so a test that grows slow
-without its mark lengthens the edit loop unnoticed (tests with any of the three marks are not named). Each test's time here (setup + call + teardown) is
-its wall time less the time its process waited for a CPU (Linux schedstat): on a machine shared with
-other work, that estimates the time the test takes on a quiet one. The report only names tests; it
+without its mark lengthens the edit loop unnoticed (tests with any of the three marks are not named).
+Each test's time here (setup + call + teardown) is its wall time less the time its process waited for
+a CPU (Linux schedstat): on a machine shared with other work, that estimates its time on a quiet one. The report only names tests; it
 fails none (a timed test would fail with the machine's load, not with the code). Children's CPU
 waits are not subtracted: a test that runs subprocesses may be named on a loaded machine.
 """
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -35,19 +36,13 @@ class _Clock:
     def __init__(self) -> None:
         self.total = 0.0
 
-    def phase(self) -> "_Phase":
-        return _Phase(self)
-
-
-class _Phase:
-    def __init__(self, clock: _Clock) -> None:
-        self.clock = clock
-
-    def __enter__(self) -> None:
-        self.wall, self.wait = time.perf_counter(), runqueue_wait()
-
-    def __exit__(self, *exc: object) -> None:
-        self.clock.total += max(0.0, (time.perf_counter() - self.wall) - (runqueue_wait() - self.wait))
+    @contextmanager
+    def phase(self) -> Iterator[None]:
+        wall, wait = time.perf_counter(), runqueue_wait()
+        try:
+            yield
+        finally:
+            self.total += max(0.0, (time.perf_counter() - wall) - (runqueue_wait() - wait))
 
 
 _clocks: pytest.StashKey[_Clock] = pytest.StashKey()
