@@ -13,7 +13,7 @@ setup: ## install everything installable from apt and PyPI; report what is missi
 	bash scripts/setup.sh
 
 protos: ## regenerate the P4Runtime modules for the installed protobuf (make setup does it)
-	$(PY) controller/p4runtime/protogen.py
+	$(PY) controller/p4runtime/protogen.py   # by path: the package cannot import before its modules exist
 
 # The wheel (README, "Install as a package"): built, like a clean clone, from the tracked files only (with their
 # uncommitted changes: `git stash create` records them without touching the tree); setup.py generates the

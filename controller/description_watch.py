@@ -11,11 +11,11 @@ from __future__ import annotations
 import hashlib
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from p4handoff.controller.eventlog import LogFn
 from p4handoff.controller.network import Network, NetworkError, load_network
 
-LogFn = Callable[[str, dict[str, Any]], None]
 CHECK_INTERVAL = 1.0      # seconds between looks at the file (a stat; read only when it changed)
 
 

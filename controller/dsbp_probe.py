@@ -8,60 +8,70 @@ MH's handoff take it down again (`PROBE_DOWN`).
 """
 from __future__ import annotations
 
-from typing import Callable
-
+from p4handoff.controller.eventlog import LogFn
+from p4handoff.controller.handoff_notify import Notifier
 from p4handoff.controller.intents import Deliver, Effect, Forward
 from p4handoff.controller.mh_state import MhState, Phase, Probe
-from p4handoff.controller.mobility_base import MobilityBase
+from p4handoff.controller.mobility_state import MobilityState
 from p4handoff.controller.registration import LIFETIME_INFINITE, RegistrationRequest, ReplyCode
 from p4handoff.notify import Event
 
+Answer = tuple[ReplyCode, int, str]     # (reply code, lifetime granted, reason if refused)
 
-class DsbpProbePath(MobilityBase):
+
+class DsbpProbe:
     """The probe path of each MH (`MhState.probe`): at most one, at a BS other than its serving one."""
 
-    def _probe_registration(self, st: MhState, bs: str, port: int, mac: str, req: RegistrationRequest,
-                            now: float, fx: list[Effect], reply: Callable[..., list[Effect]]) -> list[Effect]:
+    def __init__(self, state: MobilityState, log: LogFn, notifier: Notifier) -> None:
+        self.state = state
+        self.log = log
+        self.notifier = notifier
+
+    def register(self, st: MhState, bs: str, port: int, mac: str, req: RegistrationRequest,
+                 now: float) -> tuple[list[Effect], Answer]:
+        """A registration with the S flag (already checked as `st`'s and fresh): its effects and the answer."""
+        fx: list[Effect] = []
+        routes = self.state.routes
         expected = st.host.cell_address(bs)
         if expected is None or req.care_of != expected:
-            return reply(ReplyCode.ADMIN_PROHIBITED, 0,
-                         f"care-of {req.care_of} is not {st.host.name}'s address in the cell of {bs}")
+            return fx, (ReplyCode.ADMIN_PROHIBITED, 0,
+                        f"care-of {req.care_of} is not {st.host.name}'s address in the cell of {bs}")
         if req.deregistration:
             if st.probe is not None and st.probe.bs == bs:
-                fx += self._probe_down(st, now, "deregistration")
-            return reply(ReplyCode.ACCEPTED, 0)
+                fx += self.down(st, "deregistration")
+            return fx, (ReplyCode.ACCEPTED, 0, "")
         if st.phase is not Phase.ATTACHED or st.bs == bs:
-            return reply(ReplyCode.ADMIN_PROHIBITED, 0,
-                         "a probe path needs the MH attached at another base station")
+            return fx, (ReplyCode.ADMIN_PROHIBITED, 0, "a probe path needs the MH attached at another base station")
         expiry = None if req.lifetime == LIFETIME_INFINITE else now + req.lifetime
-        self._timer(st, expiry)
+        self.state.timers.schedule(st.host.name, expiry)
         if st.probe is not None and st.probe.bs == bs:
             st.probe.expiry = expiry
             if (st.probe.port, st.probe.mac) != (port, mac):
                 st.probe.port, st.probe.mac = port, mac
-                self._set(fx, bs, expected, Deliver(port, mac))
+                routes.set(fx, bs, expected, Deliver(port, mac))
             self.log("probe_refreshed", {"mh": st.host.name, "bs": bs, "addr": expected})
-            return reply(ReplyCode.ACCEPTED, req.lifetime)
+            return fx, (ReplyCode.ACCEPTED, req.lifetime, "")
         if st.probe is not None:
-            fx += self._probe_down(st, now, "moved")
+            fx += self.down(st, "moved")
         st.probe = Probe(bs, expected, port, mac, expiry)
-        self._set(fx, bs, expected, Deliver(port, mac))
-        self._set(fx, self.gw, expected, Forward(bs))
+        routes.set(fx, bs, expected, Deliver(port, mac))
+        routes.set(fx, self.state.gw, expected, Forward(bs))
         self.log("probe_up", {"mh": st.host.name, "bs": bs, "addr": expected})
-        fx += self._notify(st, Event.PROBE_UP, expected, self._cell(st.bs), self._cell(bs), mh_at=(st.bs, st.port))
-        return reply(ReplyCode.ACCEPTED, req.lifetime)
+        fx += self.notifier.notify(st, Event.PROBE_UP, expected, self.state.cell(st.bs), self.state.cell(bs),
+                                   mh_at=(st.bs, st.port))
+        return fx, (ReplyCode.ACCEPTED, req.lifetime, "")
 
-    def _probe_down(self, st: MhState, now: float, cause: str, notify: bool = True) -> list[Effect]:
+    def down(self, st: MhState, cause: str, notify: bool = True) -> list[Effect]:
+        """Take `st`'s probe path down (both routes), telling the correspondents unless `notify` is off."""
         fx: list[Effect] = []
         probe = st.probe
         assert probe is not None
         st.probe = None
-        self._set(fx, probe.bs, probe.addr, None)
-        self._set(fx, self.gw, probe.addr, None)
+        self.state.routes.set(fx, probe.bs, probe.addr, None)
+        self.state.routes.set(fx, self.state.gw, probe.addr, None)
         self.log("probe_down", {"mh": st.host.name, "bs": probe.bs, "addr": probe.addr, "cause": cause,
                                 "notified": notify})
         if notify:
-            fx += self._notify(st, Event.PROBE_DOWN, probe.addr, self._cell(st.bs) if st.bs else 0,
-                               self._cell(probe.bs), mh_at=(st.bs, st.port) if st.bs else None)
+            fx += self.notifier.notify(st, Event.PROBE_DOWN, probe.addr, self.state.cell(st.bs) if st.bs else 0,
+                                       self.state.cell(probe.bs), mh_at=(st.bs, st.port) if st.bs else None)
         return fx
-

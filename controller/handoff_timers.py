@@ -1,6 +1,6 @@
 """What happens when a handoff's time runs out: markers, the flush, holds, binding and probe lifetimes.
 
-Every deadline is a (time, MH) on `MobilityBase`'s heap; `on_time(now)` runs
+Every deadline is a (time, MH) on the shared `TimerHeap`; `on_time(now)` runs
 each MH's due ones at once. A marker that does not come back counts as
 returned (its punted packets are released), a flush past its timeout
 completes the handoff (`forced`), an old BS's hold ends its priority
@@ -8,24 +8,28 @@ tunnel, an expired binding detaches the MH, an expired probe path goes down.
 """
 from __future__ import annotations
 
-import heapq
-
+from p4handoff.controller.dsbp_probe import DsbpProbe
+from p4handoff.controller.eventlog import LogFn
 from p4handoff.controller.intents import Effect
 from p4handoff.controller.ipf_handoff import MAX_DRAIN_ROUNDS, IpfHandoff
 from p4handoff.controller.mh_state import MhState, Phase
+from p4handoff.controller.mobility_state import MobilityState
 
 
-class HandoffTimers(IpfHandoff):
-    """The timeouts of each MH's handoff, binding and probe path."""
+class HandoffTimers:
+    """The timeouts of each MH's handoff, binding and probe path: what is due goes on through `ipf` and `probe`."""
+
+    def __init__(self, state: MobilityState, log: LogFn, ipf: IpfHandoff, probe: DsbpProbe) -> None:
+        self.state = state
+        self.log = log
+        self.ipf = ipf
+        self.probe = probe
 
     def on_time(self, now: float) -> list[Effect]:
         """Run every timer due at `now`: marker and flush timeouts, hold expiry, binding lifetimes."""
         fx: list[Effect] = []
-        due: set[str] = set()
-        while self._timers and self._timers[0][0] <= now:
-            due.add(heapq.heappop(self._timers)[1])
-        for name in sorted(due):
-            fx += self._expire(self.mhs[name], now)
+        for name in sorted(self.state.timers.pop_due(now)):
+            fx += self._expire(self.state.mhs[name], now)
         return fx
 
     def _expire(self, st: MhState, now: float) -> list[Effect]:
@@ -33,39 +37,39 @@ class HandoffTimers(IpfHandoff):
         fx: list[Effect] = []
         name = st.host.name
         if st.gw_marker is not None and st.gw_marker[1] <= now:
-            self._marker_owner.pop(st.gw_marker[0], None)
+            self.state.markers.forget(st.gw_marker[0])
             st.gw_marker = None
-            self.pool.promote_pending(name)
+            self.state.pool.promote_pending(name)
             self.log("marker_timeout", {"mh": name, "kind": "gateway"})
         if st.drain_marker is not None and st.drain_marker[1] <= now:
-            self._marker_owner.pop(st.drain_marker[0], None)
+            self.state.markers.forget(st.drain_marker[0])
             st.drain_marker = None
             self.log("marker_timeout", {"mh": name, "kind": "drain"})
         for nonce, (deadline, bs) in list(st.path_markers.items()):
             if deadline <= now:
                 del st.path_markers[nonce]
-                self._marker_owner.pop(nonce, None)
+                self.state.markers.forget(nonce)
                 self.log("marker_timeout", {"mh": name, "kind": "path", "bs": bs})
                 if not st.path_markers:
-                    self.pool.promote_returned(name)
-        fx += self._drain(st) + self._maybe_complete(st, now)
+                    self.state.pool.promote_returned(name)
+        fx += self.ipf.drain(st) + self.ipf.maybe_complete(st, now)
         if st.phase is Phase.HANDING_OFF and st.flush_deadline is not None and st.flush_deadline <= now:
             for nonce in [m[0] for m in (st.gw_marker, st.drain_marker) if m] + list(st.path_markers):
-                self._marker_owner.pop(nonce, None)
+                self.state.markers.forget(nonce)
             st.gw_marker, st.path_markers, st.drain_marker = None, {}, None
             st.drain_rounds = MAX_DRAIN_ROUNDS
-            self.pool.promote_returned(name)
-            self.pool.promote_pending(name)
-            fx += self._drain(st) + self._complete(st, now, forced=True)
+            self.state.pool.promote_returned(name)
+            self.state.pool.promote_pending(name)
+            fx += self.ipf.drain(st) + self.ipf.complete(st, now, forced=True)
         for old, until in list(st.holds.items()):
             if until <= now and st.phase is Phase.ATTACHED:
                 del st.holds[old]
-                self._set(fx, old, st.host.address, None)
+                self.state.routes.set(fx, old, st.host.address, None)
                 self.log("hold_expired", {"mh": name, "bs": old})
         if st.binding_expiry is not None and st.binding_expiry <= now:
             st.binding_expiry = None
             if st.phase in (Phase.ATTACHED, Phase.HANDING_OFF):
-                fx += self._leave(st, now, "lifetime")
+                fx += self.ipf.leave(st, now, "lifetime")
         if st.probe is not None and st.probe.expiry is not None and st.probe.expiry <= now:
-            fx += self._probe_down(st, now, "lifetime")
+            fx += self.probe.down(st, "lifetime")
         return fx

@@ -11,8 +11,8 @@ nowhere.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
 
+from p4handoff.controller.eventlog import LogFn
 from p4handoff.controller.intents import Effect
 from p4handoff.controller.mobility import Mobility
 from p4handoff.controller.packets import PacketError, parse_ipv4, parse_udp, split_ethernet
@@ -25,7 +25,6 @@ REASON_BUFFER, REASON_REGISTRATION, REASON_TELEMETRY = (
 REASON_NAMES = {v: k[len("PUNT_REASON_"):].lower() for k, v in _C.items() if k.startswith("PUNT_REASON_")}
 MAX_PORT = 511           # ingress_port is 9 bits wide
 
-LogFn = Callable[[str, dict[str, Any]], None]
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,7 @@ if [ -x "$VENV/bin/python" ]; then
   "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
   "$VENV/bin/python" -m pip install -q -e '.[dev,lab,cluster]' || { echo "setup: pip install failed; the tests cannot run" >&2; exit 1; }
   echo "== P4Runtime modules for the installed protobuf (controller/p4runtime/protogen.py)"
-  # by file, not -m: p4handoff.controller.p4runtime's __init__ imports the modules this generates
-  "$VENV/bin/python" controller/p4runtime/protogen.py || {
+  "$VENV/bin/python" controller/p4runtime/protogen.py || {   # by path: p4handoff.controller.p4runtime imports what it makes
     echo "setup: FAILED to generate the P4Runtime modules (controller/p4runtime/generated); the controller cannot run" >&2; exit 1; }
 fi
 

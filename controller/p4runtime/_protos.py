@@ -14,6 +14,6 @@ try:
 except (ImportError, VersionError) as exc:
     raise ImportError(
         f"the generated P4Runtime modules do not load ({exc}); generate them for the installed protobuf "
-        "with `make setup` or `python controller/p4runtime/protogen.py`") from exc
+        "with `make setup` or `make protos`") from exc
 
 __all__ = ["code_pb2", "p4data_pb2", "p4info_pb2", "p4runtime_pb2", "p4runtime_pb2_grpc", "status_pb2"]

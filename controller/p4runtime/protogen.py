@@ -16,7 +16,7 @@ and googleapis-common-protos (`google/rpc/status.proto`), and hands the set to
 `.proto` text. `google.rpc` itself is used from googleapis-common-protos, whose
 modules are generated for current protobuf. docs/controller.md, "Protobuf".
 
-    python controller/p4runtime/protogen.py [--out DIR]   # by file: the package imports what this generates
+    python controller/p4runtime/protogen.py [--out DIR]   (by path: the package imports the modules it makes)
 """
 from __future__ import annotations
 
