@@ -3,6 +3,7 @@ an unmarked test that takes long (tests/slow_report.py). What cannot be checked 
 carries the mark (that needs its time; the report names offenders at the end of every run instead)."""
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -73,16 +74,19 @@ def test_no_report_when_every_long_test_is_marked(pytester: pytest.Pytester) -> 
 
 
 GROUPED = """
+import os
 import pytest
+
+BASE = int(os.environ["BASE_NICE"])
 
 @pytest.mark.netns
 @pytest.mark.parametrize("n", range(4))
 def test_in_a_namespace(n):
-    pass
+    assert os.nice(0) == BASE          # the group keeps the CPU priority it was started with
 
 @pytest.mark.parametrize("n", range(4))
 def test_anywhere(n):
-    pass
+    assert os.nice(0) == min(BASE + 10, 19)
 """
 
 
@@ -90,7 +94,9 @@ def test_anywhere(n):
 def test_make_test_runs_the_namespace_tests_on_one_worker(pytester: pytest.Pytester,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", str(REPO))   # the subprocess imports tests.conftest
-    pytester.makeconftest("from tests.conftest import pytest_collection_modifyitems  # noqa: F401\n")
+    monkeypatch.setenv("BASE_NICE", str(os.nice(0)))
+    pytester.makeconftest("from tests.conftest import (pytest_collection_modifyitems, pytest_runtest_logstart,  # noqa\n"
+                          "                            pytest_sessionstart)\n")
     pytester.makepyfile(test_grouped=GROUPED)
     result = pytester.runpytest_subprocess("-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=8)
