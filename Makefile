@@ -68,7 +68,7 @@ lint: venv-ready ## ruff and mypy (configured in pyproject.toml)
 	$(PY) -m mypy
 
 # Tests run on TEST_JOBS pytest-xdist workers (default: one per core); the BMv2 and namespace tests keep to one
-# worker, one after another (tests/conftest.py). docs/testing.md, "How long the tests take".
+# worker, one after another (tests/conftest.py). docs/testing.md, "Test tiers, and how long they take".
 TEST_JOBS ?= auto
 QUICK_MARKS := not slow and not bmv2 and not netns
 
