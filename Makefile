@@ -7,7 +7,7 @@ BUILD := build
 P4_MAIN := p4src/v1model/bs.p4
 P4_SOURCES := $(wildcard p4src/v1model/*.p4 p4src/include/*.p4)
 
-.PHONY: setup protos compile clean-compiled wheel wheel-compiled lint venv-ready build build-tofino tofino-resources test unit ptf clean fuzz security chaos chaos-testbed bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-scale
+.PHONY: setup protos compile clean-compiled wheel wheel-compiled lint venv-ready build build-tofino tofino-resources test test-quick unit ptf clean fuzz security chaos chaos-testbed bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-scale
 
 setup: ## install everything installable from apt and PyPI; report what is missing
 	bash scripts/setup.sh
@@ -83,17 +83,25 @@ lint: venv-ready ## ruff and mypy (configured in pyproject.toml)
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 
+# Tests run on TEST_JOBS pytest-xdist workers (default: one per core); the BMv2 and namespace tests keep to one
+# worker, one after another (tests/conftest.py). docs/testing.md, "Test tiers, and how long they take".
+TEST_JOBS ?= auto
+QUICK_MARKS := not slow and not bmv2 and not netns
+
 test: lint ## lint, then every suite; BMv2, Tofino and namespace suites skip, by name and reason, where their tools are absent
 	@if command -v $(P4C) >/dev/null; then $(MAKE) --no-print-directory build; fi
 	@if command -v $(P4C_TOFINO) >/dev/null; then $(MAKE) --no-print-directory -k build-tofino \
 	  || echo "make test: build-tofino failed (build/tofino/*.log); test_tna_program_compiles fails for it" >&2; fi
-	$(PY) -m pytest tests; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests ran"; rc=0; fi; exit $$rc
+	$(PY) -m pytest tests -n $(TEST_JOBS) --dist loadgroup --durations=25; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests ran"; rc=0; fi; exit $$rc
+
+test-quick: venv-ready ## the edit loop (< 1 min): unit and fast simulator tests; no lint, BMv2, namespaces or slow tests
+	$(PY) -m pytest tests -q -n $(TEST_JOBS) -m "$(QUICK_MARKS)"
 
 venv-ready:
 	@test -x $(PY) || { echo "make: $(VENV) is missing: run 'make setup' first (README, 'Set up and test')" >&2; exit 2; }
 
-unit: venv-ready ## fast tests only (no BMv2, no namespaces)
-	$(PY) -m pytest tests -m "not bmv2 and not netns"
+unit: venv-ready ## the tests that need neither BMv2 nor namespaces (slow ones included)
+	$(PY) -m pytest tests -n $(TEST_JOBS) -m "not bmv2 and not netns"
 
 ptf: build ## the PTF suite against BMv2 alone
 	$(PY) -m pytest -v tests/test_ptf.py

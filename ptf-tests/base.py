@@ -6,7 +6,7 @@ thrift_port, cpu_port. Ports: PTF port N is switch port N.
 
     class Forward(P4RuntimeTest):
         def runTest(self):
-            self.insert("ipv4_fwd", {"hdr.ipv4.dst_addr": "10.0.2.0/24"}, "deliver", port=2, ...)
+            self.insert("ipv4_fwd", {"dst_addr": "10.0.2.0/24"}, "deliver", port=2, ...)   # P4Info names
             testutils.send_packet(self, 1, pkt)
             testutils.verify_packet(self, expected, 2)
 """

@@ -1,5 +1,6 @@
 """What the BMv2 testbed tests share: their marks (each skips by name, with the reason, where BMv2,
-the compiled program or network namespaces are missing) and a running testbed with its controller."""
+the compiled program or network namespaces are missing), a running testbed with its controller, and
+a mobile host attached through it."""
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -8,7 +9,8 @@ from typing import Iterator
 
 import pytest
 
-from p4handoff.topo.testbed import Testbed
+from p4handoff.controller.registration import ReplyCode
+from p4handoff.topo.testbed import Testbed, mh_name
 from p4handoff.bmv2 import bmv2_available
 from p4handoff.netns import unavailable_reason
 from p4handoff.lab.mininet import backend as mininet
@@ -44,3 +46,11 @@ def running_testbed(tmp_path: Path, n_mobiles: int) -> Iterator[Testbed]:
         yield bed
     finally:
         bed.close()
+
+
+def attach(tb: Testbed, i: int, bs: str, ident: int) -> None:
+    """Mobile host `i` registers at `bs` (identification `ident`); returns once the controller has it attached there."""
+    reply = tb.register(i, bs, ident)
+    assert reply is not None and reply.code is ReplyCode.ACCEPTED, reply
+    tb.wait_for(lambda s: next(m for m in s["mobile_hosts"] if m["mh"] == mh_name(i))["bs"] == bs
+                and next(m for m in s["mobile_hosts"] if m["mh"] == mh_name(i))["phase"] == "attached")

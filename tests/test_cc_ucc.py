@@ -143,6 +143,7 @@ def _lossy_flow(scheme: str, loss: float = 0.01, seconds: float = 15.0) -> float
     return rcv.bytes_received / seconds
 
 
+@pytest.mark.slow
 def test_ucc_beats_newreno_at_one_percent_random_loss() -> None:
     ucc, newreno = _lossy_flow("ucc"), _lossy_flow("newreno")
     assert ucc >= 1.5 * newreno

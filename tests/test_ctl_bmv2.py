@@ -19,7 +19,7 @@ from p4handoff.controller.registration import FLAG_D, FLAG_S, ReplyCode
 from p4handoff.topo.testbed import Collector, HostPort, Testbed, cell_ip, mh_ip, mh_name, parse_udp_frame, received_seqs
 from p4handoff.notify import Event, Notification
 from p4handoff.wire import DSCP_IPF_PRIORITY_DEFAULT, IP_PROTO_IPIP, UDP_PORT_HANDOFF_NOTIFY
-from tests.bmv2_support import BMV2_NETNS_MARKS, REPO, running_testbed
+from tests.bmv2_support import BMV2_NETNS_MARKS, REPO, attach, running_testbed
 
 pytestmark = BMV2_NETNS_MARKS
 
@@ -59,13 +59,6 @@ def overtaken(seqs: list[int]) -> int:
 def tb(tmp_path):
     with running_testbed(tmp_path, n_mobiles=2) as bed:
         yield bed
-
-
-def attach(tb, i: int, bs: str, ident: int) -> None:
-    reply = tb.register(i, bs, ident)
-    assert reply is not None and reply.code is ReplyCode.ACCEPTED, reply
-    tb.wait_for(lambda s: next(m for m in s["mobile_hosts"] if m["mh"] == mh_name(i))["bs"] == bs
-                and next(m for m in s["mobile_hosts"] if m["mh"] == mh_name(i))["phase"] == "attached")
 
 
 def test_full_handoff_of_a_stream(tb):

@@ -81,6 +81,7 @@ def daemon(tmp_path):
             proc.wait(10)
 
 
+@pytest.mark.slow
 def test_serves_while_switches_are_unreachable_and_keeps_the_model(daemon, capsys):
     proc, sock, tmp = daemon
     status = request(sock, {"cmd": "status"})
@@ -102,6 +103,7 @@ def test_serves_while_switches_are_unreachable_and_keeps_the_model(daemon, capsy
     assert "mh1" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_second_daemon_on_the_same_socket_refuses_to_start(daemon):
     proc, sock, tmp = daemon
     second = start(tmp, sock)
@@ -110,6 +112,7 @@ def test_a_second_daemon_on_the_same_socket_refuses_to_start(daemon):
     assert request(sock, {"cmd": "status"})["ok"]             # the first one is unharmed
 
 
+@pytest.mark.slow
 def test_sigterm_stops_cleanly_and_logs_json_lines(daemon):
     proc, sock, tmp = daemon
     request(sock, {"cmd": "handoff", "mh": "mh1", "to": "bs2"})
@@ -123,6 +126,7 @@ def test_sigterm_stops_cleanly_and_logs_json_lines(daemon):
     assert all(isinstance(r["ts"], float) for r in rows)
 
 
+@pytest.mark.slow
 def test_the_launcher_stops_a_daemon_that_never_has_its_switches_up(tmp_path):
     sock = unreachable_network(tmp_path)
     lab = Sandbox("launch")
@@ -133,6 +137,7 @@ def test_the_launcher_stops_a_daemon_that_never_has_its_switches_up(tmp_path):
     assert not os.path.exists(sock)                           # it shut down (SIGTERM) and removed its socket
 
 
+@pytest.mark.slow
 def test_the_launcher_reports_a_daemon_that_exits_with_its_output(tmp_path):
     unreachable_network(tmp_path)
     net = tmp_path / "net.yaml"

@@ -18,8 +18,7 @@ from p4handoff.controller.packets import ethernet, udp_packet
 from p4handoff.topo.testbed import mh_mac
 from p4handoff.wire import UDP_PORT_MIP_REGISTRATION
 from tests.hostile_inputs import hostile_registration_payload
-from tests.bmv2_support import BMV2_NETNS_MARKS, running_testbed
-from tests.test_ctl_bmv2 import attach
+from tests.bmv2_support import BMV2_NETNS_MARKS, attach, running_testbed
 
 pytestmark = BMV2_NETNS_MARKS
 N = 200

@@ -167,6 +167,7 @@ def test_thousands_of_hostile_inputs_leave_the_daemons_model_untouched(tmp_path)
         run.stop()
 
 
+@pytest.mark.slow
 def test_deeply_nested_json_is_refused_not_a_crash(tmp_path):
     """json.loads raises RecursionError (not ValueError) on deep nesting: it used to kill the connection's thread."""
     run = Running(description(tmp_path))
@@ -199,6 +200,7 @@ def test_description_edits_are_logged_and_the_running_model_kept(tmp_path):
     assert [e for e, _ in lines] == ["network_file_changed"] * 4
 
 
+@pytest.mark.slow
 def test_ctl_run_survives_its_description_being_rewritten(tmp_path):
     """The real process: garbage, a removed MH and a deleted file while it runs; it keeps its model,
     logs each change with whether the file is usable; a restart with the garbage is refused (exit 3)."""

@@ -79,6 +79,7 @@ pool_op = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(derandomize=True, database=None, deadline=None, max_examples=300)
 @given(st.lists(pool_op, max_size=80))
 def test_the_pool_rebuilt_from_its_journal_is_the_pool(tmp_path_factory, ops):

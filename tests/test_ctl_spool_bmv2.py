@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from p4handoff.topo.testbed import Collector, Testbed, mh_ip, mh_name, received_seqs
-from tests.test_ctl_bmv2 import attach
-from tests.bmv2_support import BMV2_NETNS_MARKS, running_testbed
+from tests.bmv2_support import BMV2_NETNS_MARKS, attach, running_testbed
 
 pytestmark = BMV2_NETNS_MARKS
 N = 40

@@ -8,6 +8,7 @@ of its submodules, so that edge is not one a layout can remove.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 from tests.source_tree import REPO, product_modules
@@ -29,6 +30,7 @@ def _imported(name: str, path: Path, node: ast.Import | ast.ImportFrom) -> list[
     return [base] + [f"{base}.{a.name}" for a in node.names]
 
 
+@functools.cache   # one parse of every file for the tests of this module (the graph is only read)
 def import_graph(root: Path = REPO, top: str = "p4handoff") -> dict[str, set[str]]:
     """Module -> the product modules it imports anywhere in its text."""
     mods = product_modules(root, top)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from p4handoff.cli.main import main
 from tests.sim_papers import vertical_handoff
 from p4handoff.lab.results import Results, RunRecord
 from p4handoff.lab.runner import run_scenario
@@ -20,6 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 VH = ROOT / "traces" / "vh-wlan-to-3g.yaml"
 SHORT = (("duration", 16), ("measure.plot_range", [8, 16]))
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+# random loss on the 3G cell for seeds to matter; the WLAN at 2 Mb/s (a tenth of its packets): these tests
+# compare runs with each other, not with the paper
+LOSSY = (*SHORT, ("topology.cells.g3.loss", 0.02), ("topology.cells.wlan.rate", "2Mbps"))
 
 
 def run(tmp_path: Path, path: Path = VH, overrides=SHORT, schemes=("newreno", "bwaware"), seed=None,
@@ -29,6 +33,7 @@ def run(tmp_path: Path, path: Path = VH, overrides=SHORT, schemes=("newreno", "b
                         progress_out=None, make_plots=plots)
 
 
+@pytest.mark.slow
 def test_short_vertical_handoff_end_to_end(tmp_path: Path) -> None:
     res = run(tmp_path)
     out = tmp_path / "vh-wlan-to-3g" / "r"
@@ -68,10 +73,9 @@ def test_short_vertical_handoff_end_to_end(tmp_path: Path) -> None:
 
 
 def test_same_seed_same_results_other_seed_differs(tmp_path: Path) -> None:
-    lossy = (*SHORT, ("topology.cells.g3.loss", 0.02))
-    a = run(tmp_path, overrides=lossy, schemes=("bwaware",), seed=3, plots=False, run_id="a")
-    b = run(tmp_path, overrides=lossy, schemes=("bwaware",), seed=3, plots=False, run_id="b")
-    c = run(tmp_path, overrides=lossy, schemes=("bwaware",), seed=4, plots=False, run_id="c")
+    a = run(tmp_path, overrides=LOSSY, schemes=("bwaware",), seed=3, plots=False, run_id="a")
+    b = run(tmp_path, overrides=LOSSY, schemes=("bwaware",), seed=3, plots=False, run_id="b")
+    c = run(tmp_path, overrides=LOSSY, schemes=("bwaware",), seed=4, plots=False, run_id="c")
     ma, mb, mc = (json.loads((r.directory / "metrics.json").read_text())["runs"] for r in (a, b, c))
     assert ma == [dict(r, dir=r["dir"]) for r in mb]
     assert ma[0]["quantities"] != mc[0]["quantities"]
@@ -80,8 +84,7 @@ def test_same_seed_same_results_other_seed_differs(tmp_path: Path) -> None:
 
 
 def test_repeats_and_sweeps_give_mean_and_spread(tmp_path: Path) -> None:
-    lossy = (*SHORT, ("topology.cells.g3.loss", 0.02))
-    res = run(tmp_path, overrides=lossy, schemes=("newreno",), repeats=2, plots=False,
+    res = run(tmp_path, overrides=LOSSY, schemes=("newreno",), repeats=2, plots=False,
               sweep=(SweepAxis("topology.cells.g3.queue.limit", "3G buffer", (5, 20)),))
     summary = json.loads((res.directory / "metrics.json").read_text())["summary"]
     assert [s["point"] for s in summary] == [[["topology.cells.g3.queue.limit", 5]],
@@ -116,21 +119,30 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
                           timeout=120, cwd=ROOT)
 
 
-def test_cli_check_and_errors(tmp_path: Path) -> None:
-    ok = cli(str(VH), "--check")
-    assert ok.returncode == 0 and "3 variant(s) × 1 sweep point(s)" in ok.stdout
+def test_cli_check_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    def run_cli(*args: str) -> tuple[int | str | None, str, str]:
+        """`p4handoff run ARGS` in this process (nothing here runs a simulation; a subprocess takes 1 s to start)."""
+        try:
+            code: int | str | None = main(["run", *args])
+        except SystemExit as exc:
+            code = exc.code
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    code, out, _ = run_cli(str(VH), "--check")
+    assert code == 0 and "3 variant(s) × 1 sweep point(s)" in out
     bad = tmp_path / "bad.yaml"
     bad.write_text("scenario: Bad Name\n")
-    res = cli(str(bad), "--check")
-    assert res.returncode == 3 and "(top).scenario" in res.stderr and "topology: required" in res.stderr
-    res = cli(str(VH), "--set", "topology.cells.g5.rate=1", "--check")
-    assert res.returncode == 3 and "no item named 'g5'" in res.stderr
-    res = cli(str(VH), "--repeat", "0")
-    assert res.returncode == 2 and "--repeat: must be >= 1, got 0" in res.stderr
-    res = cli(str(VH), "--seed", "x")
-    assert res.returncode == 2 and "--seed: not a whole number: 'x'" in res.stderr
-    res = cli(str(tmp_path / "missing.yaml"))
-    assert res.returncode == 3 and res.stderr == f"{tmp_path / 'missing.yaml'}: no such file\n"
+    code, _, err = run_cli(str(bad), "--check")
+    assert code == 3 and "(top).scenario" in err and "topology: required" in err
+    code, _, err = run_cli(str(VH), "--set", "topology.cells.g5.rate=1", "--check")
+    assert code == 3 and "no item named 'g5'" in err
+    code, _, err = run_cli(str(VH), "--repeat", "0")
+    assert code == 2 and "--repeat: must be >= 1, got 0" in err
+    code, _, err = run_cli(str(VH), "--seed", "x")
+    assert code == 2 and "--seed: not a whole number: 'x'" in err
+    code, _, err = run_cli(str(tmp_path / "missing.yaml"))
+    assert code == 3 and err == f"{tmp_path / 'missing.yaml'}: no such file\n"
 
 
 @pytest.mark.slow

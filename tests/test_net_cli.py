@@ -11,7 +11,7 @@ import pytest
 from p4handoff import netns
 from p4handoff.cli.main import EXIT_ERROR, EXIT_USAGE, main
 from p4handoff.wire import UDP_PORT_HANDOFF_NOTIFY
-from test_net_support import (RECEIVER, ROOT, LinuxSink, OurReceiver, RstWatch, cli, make_path, needs_netns,
+from tests.net_support import (RECEIVER, ROOT, LinuxSink, OurReceiver, RstWatch, cli, make_path, needs_netns,
                               run_cli)
 
 
@@ -77,6 +77,19 @@ def test_runtime_failures_exit_1_with_the_reason(tmp_path):
             assert "p4h_guard" not in ns.run(["nft", "list", "tables"]).stdout
 
 
+def _wait_sending(path, data_bytes: int = 10_000, timeout: float = 30.0) -> None:
+    """Until the sender's guard is installed and its data has gone out through the rate limiter."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        guarded = "p4h_guard" in path.a.run(["nft", "list", "tables"]).stdout
+        stats = path.a.run(["tc", "-s", "qdisc", "show", "dev", path.link.dev_a]).stdout
+        sent = int(stats.split("Sent ", 1)[1].split()[0]) if "Sent " in stats else 0
+        if guarded and sent >= data_bytes:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the sender did not start sending within {timeout} s")
+
+
 @needs_netns[0]
 @needs_netns[1]
 def test_a_terminated_sender_resets_its_peer_and_removes_its_guard():
@@ -87,7 +100,7 @@ def test_a_terminated_sender_resets_its_peer_and_removes_its_guard():
         watch = RstWatch(path)
         proc = lab.start(path.a, cli("send", "--to", RECEIVER, "--seconds", "30", "--notify-port", "0"),
                          stdout=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT)
-        time.sleep(2.0)
+        _wait_sending(path)                                   # not a fixed sleep: the CLI's start-up varies with load
         assert "p4h_guard" in path.a.run(["nft", "list", "tables"]).stdout
         assert watch.resets() == []
         assert lab.stop(proc) == EXIT_ERROR  # SIGTERM: unwound, not killed

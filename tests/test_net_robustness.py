@@ -18,7 +18,7 @@ import time
 
 from p4handoff import netns
 from p4handoff.notify import Event, Notification
-from test_net_support import (RECEIVER, SENDER, Injector, OurReceiver, OurSender, RstWatch, mac_of, make_path,
+from tests.net_support import (RECEIVER, SENDER, Injector, OurReceiver, OurSender, RstWatch, mac_of, make_path,
                               needs_netns, sha256)
 
 pytestmark = needs_netns

@@ -18,7 +18,7 @@ import pytest
 from p4handoff import netns
 from p4handoff.notify import Event, Notification
 from p4handoff.wire import DSCP_LE
-from test_net_support import RECEIVER, SENDER, OurReceiver, OurSender, RstWatch, make_path, needs_netns
+from tests.net_support import RECEIVER, SENDER, OurReceiver, OurSender, RstWatch, make_path, needs_netns
 
 pytestmark = needs_netns
 

@@ -14,7 +14,7 @@ import pytest
 
 from p4handoff.hosts.cc import SCHEMES
 from p4handoff import netns
-from test_net_support import (RECEIVER, LinuxSink, OurReceiver, RstWatch, make_path, needs_netns, parse, run_cli,
+from tests.net_support import (RECEIVER, LinuxSink, OurReceiver, RstWatch, make_path, needs_netns, parse, run_cli,
                               sha256)
 
 pytestmark = needs_netns

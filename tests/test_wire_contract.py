@@ -30,6 +30,7 @@ def compiled(tmp_path_factory) -> tuple[P4Info, dict]:
     return P4Info.load(p4info), json.loads(config.read_text())
 
 
+@pytest.mark.slow   # compiles p4src/v1model/bs.p4 (~8 s) when p4c is here
 def test_every_table_size_is_the_compiled_size_and_every_keyed_table_has_one(compiled):
     p4info, _ = compiled
     sizes = {t.preamble.name: t.size for t in p4info.proto.tables}
@@ -89,12 +90,14 @@ def test_every_keyed_table_of_both_programs_takes_its_size_from_size_p4(program)
     assert "red_pa_gap" in wire.TABLE_SIZES[TNA] and "red_pa_gap" not in wire.TABLE_SIZES[V1MODEL]
 
 
+@pytest.mark.slow   # compiles p4src/v1model/bs.p4 (~8 s) when p4c is here
 def test_packet_out_bytes_is_the_packet_out_header(compiled):
     p4info, _ = compiled
     widths = [m.bitwidth for m in p4info.controller_metadata("packet_out").metadata]
     assert sum(widths) == 8 * wire.PACKET_OUT_BYTES
 
 
+@pytest.mark.slow   # compiles p4src/v1model/bs.p4 (~8 s) when p4c is here
 def test_telemetry_layout_is_the_compiled_header(compiled):
     _, config = compiled
     [header] = [h for h in config["header_types"] if h["name"] == "telemetry_t"]
@@ -102,6 +105,7 @@ def test_telemetry_layout_is_the_compiled_header(compiled):
     assert wire.TELEMETRY.size == sum(w for _, w in wire.TELEMETRY.fields) // 8 == 24
 
 
+@pytest.mark.slow   # compiles p4src/v1model/bs.p4 (~8 s) when p4c is here
 def test_random_number_is_drawn_below_prob_one(compiled):
     _, config = compiled
     bounds = [int(p["parameters"][2]["value"], 16) for a in config["actions"] for p in a["primitives"]

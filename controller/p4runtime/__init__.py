@@ -4,7 +4,7 @@
 
     with P4RuntimeClient("127.0.0.1:9559", device_id=0) as sw:
         sw.set_pipeline("build/bs.p4info.txtpb", "build/bs.json")
-        sw.insert(TableEntry("ipv4_fwd", {"hdr.ipv4.dst_addr": "10.0.1.0/24"}, "deliver", {"port": 1}))
+        sw.insert(TableEntry("ipv4_fwd", {"dst_addr": "10.0.1.0/24"}, "deliver", {"port": 1}))
         print(sw.read_counter("rx_pkts", 1))
 """
 from .client import ClientTls, P4RuntimeClient, default_election_id

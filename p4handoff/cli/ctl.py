@@ -17,7 +17,7 @@ from typing import Any
 
 from p4handoff.controller.control import ControlError, request
 from p4handoff.controller.network import DEFAULT_SOCKET, Network, NetworkError, load_network
-from p4handoff.argtypes import whole_number
+from p4handoff.argtypes import real_number, whole_number
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INVALID, EXIT_UNREACHABLE, EXIT_REFUSED = 0, 1, 2, 3, 4, 5
 
@@ -31,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--network", required=True, help="network description (YAML)")
     run.add_argument("--log", help="JSON-lines event log file (default: stderr)")
     run.add_argument("--socket", help="control socket path (default: controller.socket of the description)")
-    run.add_argument("--startup-timeout", type=float, default=10.0,
+    run.add_argument("--startup-timeout", type=real_number(0, above=True), default=10.0,
                      help="seconds to wait for all switches before serving (default 10)")
     run.set_defaults(func=_run)
 
@@ -65,7 +65,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     target(ho)
     ho.add_argument("mh", help="mobile host name or address")
     ho.add_argument("--to", required=True, help="base station name")
-    ho.add_argument("--port", type=int, help="access port (needed if the BS has several)")
+    ho.add_argument("--port", type=whole_number(0), help="access port (needed if the BS has several)")
     ho.set_defaults(func=_handoff)
 
     en = cmds.add_parser("entries", help="the table entries a switch holds (read back from it)")

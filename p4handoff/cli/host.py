@@ -7,75 +7,17 @@ sockets, nftables). Results are printed as `name: value` lines.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 from pathlib import Path
-from typing import Callable
 
+from p4handoff.argtypes import address_port, byte_count, ipv4_address, one_of, port_number, real_number, whole_number
 from p4handoff.hosts.cc import SCHEMES
 from p4handoff.hosts.net.transfer import DEFAULT_PORT, receive, send
 from p4handoff.interrupt import sigterm_as_interrupt
 from p4handoff.keyfile import load_keys
 from p4handoff.wire import UDP_PORT_HANDOFF_NOTIFY
 
-_SI = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9}
-
-
-def byte_count(text: str) -> int:
-    """'5000000', '5M', '64k' (decimal multipliers) -> bytes (> 0)."""
-    digits, suffix = (text[:-1], text[-1]) if text and text[-1] in _SI else (text, "")
-    try:
-        n = int(digits) * _SI[suffix]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a byte count: {text!r} (e.g. 5000000, 64k, 5M)") from None
-    if n <= 0:
-        raise argparse.ArgumentTypeError(f"byte count must be > 0, got {text!r}")
-    return n
-
-
-def positive(kind: type) -> Callable[[str], object]:
-    """An argparse type: a number of `kind` that must be > 0."""
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
-        return value
-    return parse
-
-
-def port_number(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"port must be 0..65535, got {port}")
-    return port
-
-
-def address_port(text: str) -> tuple[str, int]:
-    """'10.0.0.2' or '10.0.0.2:5001' -> (address, port)."""
-    host, sep, port = text.partition(":")
-    try:
-        ipaddress.IPv4Address(host)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an IPv4 address: {host!r} (expected ADDR or ADDR:PORT)") from None
-    number = port_number(port) if sep else DEFAULT_PORT
-    if number == 0:
-        raise argparse.ArgumentTypeError("destination port must be 1..65535")
-    return host, number
-
-
-def scheme_name(text: str) -> str:
-    if text not in SCHEMES:
-        raise argparse.ArgumentTypeError(f"unknown scheme {text!r}; known: {', '.join(sorted(SCHEMES))}")
-    return text
-
-
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--scheme", type=scheme_name, default="newreno",
+    p.add_argument("--scheme", type=one_of(SCHEMES, "scheme"), default="newreno",
                    help=f"congestion-control scheme: {', '.join(sorted(SCHEMES))} (default newreno)")
     p.add_argument("--trace", type=Path, metavar="FILE",
                    help="per-connection trace: CSV if FILE ends in .csv, else JSON lines")
@@ -86,18 +28,18 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--key-name", metavar="NAME", help="our name in the key file (with --keys)")
     p.add_argument("--link-events", action="store_true",
                    help="we are the mobile host: our interface losing / regaining its carrier is DETACH / HANDOFF")
-    p.add_argument("--window-segments", type=positive(int), metavar="N",
+    p.add_argument("--window-segments", type=whole_number(1), metavar="N",
                    help="receive buffer and cwnd cap in segments (default 64)")
-    p.add_argument("--min-rto", type=positive(float), metavar="S", help="minimum RTO in seconds (default 1)")
+    p.add_argument("--min-rto", type=real_number(0, above=True), metavar="S", help="minimum RTO in seconds (default 1)")
     p.add_argument("--delayed-ack", action="store_true", help="ACK every second segment (RFC 1122/5681)")
-    p.add_argument("--iw", type=positive(int), metavar="N", help="initial window in segments (default 3)")
+    p.add_argument("--iw", type=whole_number(1), metavar="N", help="initial window in segments (default 3)")
     p.add_argument("--no-sack", action="store_true", help="do not negotiate SACK (default: offer and accept it)")
     p.add_argument("--no-timestamps", action="store_true",
                    help="do not negotiate timestamps (RFC 7323; default: offer and accept them)")
-    p.add_argument("--time-wait", type=positive(float), metavar="S", help="TIME-WAIT (2 MSL) in seconds (default 1)")
-    p.add_argument("--timeout", type=positive(float), default=300.0, metavar="S",
+    p.add_argument("--time-wait", type=real_number(0, above=True), metavar="S", help="TIME-WAIT (2 MSL) in seconds (default 1)")
+    p.add_argument("--timeout", type=real_number(0, above=True), default=300.0, metavar="S",
                    help="give up (RST) after this long (default 300; for send, added to --seconds)")
-    p.add_argument("--seed", type=int, default=0, help="seed for the ISN and the generated data")
+    p.add_argument("--seed", type=whole_number(0), default=0, help="seed for the ISN and the generated data")
 
 
 def _notify_key(args: argparse.Namespace) -> bytes | None:
@@ -133,13 +75,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     roles = host.add_subparsers(dest="role", required=True)
 
     snd = roles.add_parser("send", help="connect to ADDR[:PORT] and send a stream")
-    snd.add_argument("--to", type=address_port, required=True, metavar="ADDR[:PORT]",
+    snd.add_argument("--to", type=address_port(DEFAULT_PORT), required=True, metavar="ADDR[:PORT]",
                      help=f"receiver (any TCP server; port default {DEFAULT_PORT})")
     what = snd.add_mutually_exclusive_group(required=True)
     what.add_argument("--bytes", type=byte_count, metavar="N", help="send N bytes of generated data (5M = 5e6)")
-    what.add_argument("--seconds", type=positive(float), metavar="T", help="send generated data for T seconds")
+    what.add_argument("--seconds", type=real_number(0, above=True), metavar="T", help="send generated data for T seconds")
     what.add_argument("--data", type=Path, metavar="FILE", help="send the contents of FILE")
-    snd.add_argument("--mss", type=positive(int), metavar="BYTES",
+    snd.add_argument("--mss", type=whole_number(1), metavar="BYTES",
                      help="payload per segment (default: route MTU - 40, less 12 for timestamps)")
     snd.add_argument("--port", type=port_number, default=0, metavar="P", help="local port (default: any free)")
     _common(snd)
@@ -148,7 +90,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     rcv = roles.add_parser("recv", help="accept one connection, read it to the end, report")
     rcv.add_argument("--port", type=port_number, default=DEFAULT_PORT, metavar="P",
                      help=f"port to listen on (default {DEFAULT_PORT})")
-    rcv.add_argument("--addr", metavar="ADDR", help="accept only segments to this local address")
+    rcv.add_argument("--addr", type=ipv4_address, metavar="ADDR", help="accept only segments to this local address")
     rcv.add_argument("--out", type=Path, metavar="FILE", help="write the received bytes to FILE")
     _common(rcv)
     rcv.set_defaults(func=_recv)
@@ -171,8 +113,6 @@ def _recv(args: argparse.Namespace) -> int:
     sigterm_as_interrupt()  # stopped by a lab: RST to the peer, guard removed
     if args.port == 0:
         raise ValueError("--port must be 1..65535 for a receiver")
-    if args.addr is not None:
-        ipaddress.IPv4Address(args.addr)
 
     def ready(port: int) -> None:
         print(f"listening: {port}", flush=True)

@@ -22,12 +22,10 @@ import argparse
 import importlib.util
 import sys
 from pathlib import Path
-from typing import Any
 
-import yaml
 
 from p4handoff.hosts.cc import SCHEMES, scheme_summary
-from p4handoff.argtypes import whole_number
+from p4handoff.argtypes import name_list, whole_number, yaml_assignment, yaml_values
 from p4handoff.interrupt import sigterm_as_interrupt
 from p4handoff.lab.execute import cpu_count, make_pool
 from p4handoff.lab.backend import Backend
@@ -37,37 +35,6 @@ from p4handoff.scenario.loader import SweepAxis, load
 from p4handoff.scenario.units import ScenarioError
 
 EXIT_INVALID = 3
-
-
-def _assignment(text: str) -> tuple[str, Any]:
-    path, sep, value = text.partition("=")
-    if not sep or not path:
-        raise argparse.ArgumentTypeError(f"expected PATH=VALUE, got {text!r}")
-    try:
-        return path.strip(), yaml.safe_load(value)
-    except yaml.YAMLError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r}: value is not YAML: {exc}") from None
-
-
-def _sweep(text: str) -> SweepAxis:
-    path, sep, values = text.partition("=")
-    if not sep or not path or not values:
-        raise argparse.ArgumentTypeError(f"expected PATH=V1,V2,..., got {text!r}")
-    try:
-        parsed = tuple(yaml.safe_load(v) for v in values.split(","))
-    except yaml.YAMLError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r}: a value is not YAML: {exc}") from None
-    return SweepAxis(path.strip(), path.strip().split(".")[-1], parsed)
-
-
-def _schemes(text: str) -> tuple[str, ...]:
-    names = tuple(s.strip() for s in text.split(",") if s.strip())
-    if not names:
-        raise argparse.ArgumentTypeError(f"give at least one scheme (known: {', '.join(SCHEMES)})")
-    unknown = [n for n in names if n not in SCHEMES]
-    if unknown:
-        raise argparse.ArgumentTypeError(f"unknown scheme(s) {', '.join(unknown)} (known: {', '.join(SCHEMES)})")
-    return names
 
 
 def _schemes_help() -> str:
@@ -99,11 +66,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-mixed-commits", action="store_true",
                    help="with --resume: finish the sweep with this code although its runs so far were made by other "
                         "code (another commit or other uncommitted changes); the report lists both")
-    p.add_argument("--set", type=_assignment, action="append", default=[], metavar="PATH=VALUE",
+    p.add_argument("--set", type=yaml_assignment, action="append", default=[], metavar="PATH=VALUE",
                    help="override a field, e.g. topology.cells.g3.queue.limit=20")
-    p.add_argument("--sweep", type=_sweep, action="append", default=[], metavar="PATH=V1,V2",
+    p.add_argument("--sweep", type=yaml_values, action="append", default=[], metavar="PATH=V1,V2",
                    help="sweep a field over values (adds to / replaces the file's sweep of that path)")
-    p.add_argument("--schemes", type=_schemes, default=(),
+    p.add_argument("--schemes", type=name_list(SCHEMES, "scheme"), default=(),
                    help="compare these schemes instead of the file's variants (comma-separated; listed below)")
     p.add_argument("--results", type=Path, default=RESULTS_ROOT, help="results root (default: results/ in the working directory)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
@@ -177,9 +144,10 @@ def _run(args: argparse.Namespace) -> int:
             return _usage(f"--resume: {exc}")
         if args.backend not in (None, plan["backend"]):
             return _usage(f"--resume: {args.resume} ran on the {plan['backend']} backend, not {args.backend}")
+    sweep = tuple(SweepAxis(field, field.split(".")[-1], values) for field, values in args.sweep)
     for path in args.scenario:
         try:
-            files.append(load(path, tuple(args.set), tuple(args.sweep), args.schemes))
+            files.append(load(path, tuple(args.set), sweep, args.schemes))
         except ScenarioError as exc:
             print(exc, file=sys.stderr)
             return EXIT_INVALID

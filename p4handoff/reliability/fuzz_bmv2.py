@@ -42,6 +42,7 @@ from p4handoff.controller.p4runtime._protos import p4runtime_pb2
 from p4handoff.controller.p4runtime.entities import counter_entry
 from p4handoff.controller.programmer import Programmer
 from p4handoff.topo.testbed import HostPort
+from p4handoff.argtypes import whole_number
 from p4handoff.bmv2 import Bmv2Switch, veth_port
 from p4handoff.netns import Sandbox
 from p4handoff.paths import build_dir, pipeline_files
@@ -397,9 +398,9 @@ def run(frames: int, seed: int, workdir: Path, batch_size: int = 500, gap: float
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--frames", type=int, default=10_000)
-    ap.add_argument("--seed", type=int, default=None, help="default: random (printed)")
-    ap.add_argument("--batch", type=int, default=500)
+    ap.add_argument("--frames", type=whole_number(1), default=10_000)
+    ap.add_argument("--seed", type=whole_number(0), default=None, help="default: random (printed)")
+    ap.add_argument("--batch", type=whole_number(1), default=500)
     ap.add_argument("--workdir", type=Path, default=build_dir() / "fuzz")
     ap.add_argument("--json", type=Path, help="write the per-batch figures here")
     args = ap.parse_args(argv)

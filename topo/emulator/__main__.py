@@ -14,54 +14,31 @@ import os
 import signal
 import sys
 
-from p4handoff.argtypes import whole_number
+from p4handoff.argtypes import optional, parsed_by, probability, real_number, whole_number
 from p4handoff.topo.emulator.bridge import Bridge, parse_schedule
 from p4handoff.topo.emulator.model import LinkParams
 from p4handoff.scenario.units import parse_rate, parse_time
-
-
-def _rate(text: str) -> float | None:
-    if text in ("none", "0"):
-        return None
-    try:
-        return parse_rate(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _time(text: str) -> float:
-    try:
-        return parse_time(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _prob(text: str) -> float:
-    try:
-        p = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 <= p <= 1:
-        raise argparse.ArgumentTypeError(f"must be within 0..1, got {p}")
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m p4handoff.topo.emulator", description=__doc__.splitlines()[0])
     p.add_argument("--mh-side", required=True, metavar="IF", help="interface towards the mobile host")
     p.add_argument("--bs-side", required=True, metavar="IF", help="interface towards the base station")
-    p.add_argument("--rate", type=_rate, default=None, help="downlink rate (b/s or e.g. 2Mbps; none = unlimited)")
-    p.add_argument("--delay", type=_time, default=0.0, help="one-way delay, both directions (e.g. 3ms)")
-    p.add_argument("--loss", type=_prob, default=0.0, help="downlink random loss probability")
+    p.add_argument("--rate", type=optional(parsed_by(parse_rate), "none", "0"), default=None,
+                   help="downlink rate (b/s or e.g. 2Mbps; none = unlimited)")
+    p.add_argument("--delay", type=parsed_by(parse_time), default=0.0, help="one-way delay, both directions (e.g. 3ms)")
+    p.add_argument("--loss", type=probability, default=0.0, help="downlink random loss probability")
     p.add_argument("--limit", type=whole_number(1), default=1000, help="downlink queue (frames waiting)")
-    p.add_argument("--up-rate", type=_rate, help="uplink rate (default: the downlink's)")
-    p.add_argument("--up-loss", type=_prob, help="uplink loss (default: the downlink's)")
+    p.add_argument("--up-rate", type=optional(parsed_by(parse_rate), "none", "0"),
+                   help="uplink rate (default: the downlink's)")
+    p.add_argument("--up-loss", type=probability, help="uplink loss (default: the downlink's)")
     p.add_argument("--up-limit", type=whole_number(1), default=1000, help="uplink queue (frames waiting)")
     p.add_argument("--down-at-start", action="store_true", help="start with the link down (not attached yet)")
     p.add_argument("--schedule", help="JSON list of timed events, e.g. '[{\"t\": 10, \"cmd\": \"down\"}]'")
-    p.add_argument("--t0", type=float, help="time origin of the schedule (CLOCK_MONOTONIC seconds; default now)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--realtime", type=int, default=0, metavar="PRIO",
+    p.add_argument("--t0", type=real_number(0),
+                   help="time origin of the schedule (CLOCK_MONOTONIC seconds; default now)")
+    p.add_argument("--seed", type=whole_number(0), default=0)
+    p.add_argument("--realtime", type=whole_number(0), default=0, metavar="PRIO",
                    help="run under SCHED_FIFO with this priority (needs root; sharper timing on a busy host)")
     args = p.parse_args(argv)
     try:

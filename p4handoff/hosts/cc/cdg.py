@@ -39,11 +39,10 @@ from __future__ import annotations
 from typing import ClassVar
 
 import math
-import random
 from enum import Enum
 
-from p4handoff.hosts.cc.base import AckInfo, CongestionControl
-from p4handoff.hosts.cc.rounds import Rounds, scheme_rng
+from p4handoff.hosts.cc.base import AckInfo
+from p4handoff.hosts.cc.rounds import DelayScheme
 
 HYSTART_ACK_TRAIN = 1
 HYSTART_DELAY = 2
@@ -56,23 +55,21 @@ class State(Enum):
     BACKOFF = 3
 
 
-class Cdg(CongestionControl):
+class Cdg(DelayScheme):
     name: ClassVar[str] = "cdg"
-    randomised: ClassVar[bool] = True   # probabilistic back-off (scheme_rng)
 
     def __init__(self, window: int = 8, backoff_beta: float = 0.7071, backoff_factor: float = 42,
                  hystart_detect: int = 3, use_ineff: int = 5, use_shadow: bool = True,
                  use_tolerance: bool = False, seed: int = 0) -> None:
-        super().__init__()
+        super().__init__(seed)
         if window < 1 or window > 256 or window & (window - 1):
             raise ValueError(f"cdg window must be a power of two in 1..256, got {window}")
         if not 0 <= backoff_beta <= 1:
             raise ValueError(f"cdg backoff_beta must be in [0, 1], got {backoff_beta}")
         self.window, self.beta, self.backoff_factor = window, int(backoff_beta * 1024), backoff_factor
         self.hystart_detect, self.use_ineff = hystart_detect, use_ineff
-        self.use_shadow, self.use_tolerance, self.seed = use_shadow, use_tolerance, seed
+        self.use_shadow, self.use_tolerance = use_shadow, use_tolerance
         self.state = State.UNKNOWN
-        self.rounds = Rounds()
         self.rtt_min: int | None = None  # µs, this round
         self.rtt_max: int | None = None
         self.prev_min: int | None = None  # previous round (None: no previous round yet)
@@ -81,7 +78,6 @@ class Cdg(CongestionControl):
         self.gsum = (0, 0)
         self.tail = 0
         self.gfilled = False
-        self.shadow: int | None = None  # bytes; set from cwnd on the first ACK
         self.backoff_cnt = 0
         self.delack = 0
         self.delay_min: int | None = None
@@ -91,17 +87,12 @@ class Cdg(CongestionControl):
         self._cwr_end: int | None = None  # byte position ending the current delay backoff (Linux CWR)
         self._loss_end: int | None = None  # byte position ending the current timeout recovery (Linux Loss)
         self._exited_recovery = False  # the ACK being processed ended fast recovery
-        self._rng: random.Random | None = None
-        self.backoffs: list[tuple[float, int]] = []  # (time, gradient µs) of each delay backoff
 
     # --- per-ACK ----------------------------------------------------------
     def on_ack(self, info: AckInfo) -> None:
-        ctl = self.ctl
-        if self.shadow is None:
-            self.shadow = ctl.cwnd
-        self.rounds.ack(info.acked)
-        if info.rtt is not None:
-            self._sample(round(info.rtt * 1e6), info.acked)
+        rtt_us = self._ack_opening(info)
+        if rtt_us is not None:
+            self._sample(rtt_us, info.acked)
         if self._exited_recovery or (self._cwr_end is not None and self.rounds.acked >= self._cwr_end):
             self._exited_recovery = False
             self._complete_cwr()
@@ -209,9 +200,7 @@ class Cdg(CongestionControl):
     def _backoff(self, grad: int, now: float) -> bool:
         """tcp_cdg_backoff: back off with probability 1 - exp(-grad * backoff_factor / 1e6)."""
         ctl = self.ctl
-        if self._rng is None:
-            self._rng = scheme_rng(self.name, ctl, self.seed)
-        if self._rng.random() < math.exp(-grad * self.backoff_factor * 1e-6):
+        if self._draw() < math.exp(-grad * self.backoff_factor * 1e-6):
             return False
         if self.use_ineff:
             self.backoff_cnt += 1
@@ -249,8 +238,7 @@ class Cdg(CongestionControl):
 
     def on_loss(self, now: float) -> None:
         ctl = self.ctl
-        if self.shadow is None:
-            self.shadow = ctl.cwnd
+        self._seed_shadow()
         ctl.ssthresh = self._ssthresh()
         self._cwr_end = None  # recovery replaces a delay backoff still in progress
         ctl.trace("cdg_loss", now, f"state={self.state.name} shadow={self.shadow}")
@@ -262,8 +250,7 @@ class Cdg(CongestionControl):
 
     def on_rto(self, now: float) -> None:
         ctl = self.ctl
-        if self.shadow is None:
-            self.shadow = ctl.cwnd
+        self._seed_shadow()
         in_loss = self._loss_end is not None and self.rounds.acked < self._loss_end
         if not (ctl.in_recovery or self._cwr_end is not None or in_loss):
             ctl.ssthresh = self._ssthresh()

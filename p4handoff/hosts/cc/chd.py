@@ -38,51 +38,42 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import random
-
-from p4handoff.hosts.cc.base import AckInfo, CongestionControl
-from p4handoff.hosts.cc.rounds import Rounds, scheme_rng
+from p4handoff.hosts.cc.base import AckInfo
+from p4handoff.hosts.cc.rounds import DelayScheme
 
 ABC_L = 2  # net.inet.tcp.abc_l_var
 
 
-class Chd(CongestionControl):
+class Chd(DelayScheme):
     name: ClassVar[str] = "chd"
-    randomised: ClassVar[bool] = True   # probabilistic back-off (scheme_rng)
 
     def __init__(self, qthresh: float = 0.020, qmin: float = 0.005, pmax: float = 0.5, loss_fair: bool = True,
                  use_max: bool = True, seed: int = 0) -> None:
-        super().__init__()
+        super().__init__(seed)
         if not 0 <= qmin < qthresh:
             raise ValueError(f"chd needs 0 <= qmin < qthresh, got {qmin}, {qthresh}")
         if not 0 < pmax <= 1:
             raise ValueError(f"chd pmax must be in (0, 1], got {pmax}")
         self.qthresh, self.qmin = round(qthresh * 1e6), round(qmin * 1e6)  # µs
-        self.pmax, self.loss_fair, self.use_max, self.seed = pmax, loss_fair, use_max, seed
-        self.rounds = Rounds()
+        self.pmax, self.loss_fair, self.use_max = pmax, loss_fair, use_max
         self.rtt = 0  # µs: latest sample (ERTT e_t->rtt); 0 = none yet
         self.minrtt = 0
         self.maxrtt = 0
         self.maxrtt_in_rtt = 0
         self.prev_backoff_qdly = 0
         self.loss_compete = False
-        self.shadow: int | None = None  # bytes, 0 = off; set from cwnd on the first ACK (conn_init)
         self._bytes_acked = 0  # ABC counter (t_bytes_acked)
         self._cong_end: int | None = None  # byte position ending the congestion recovery after a delay backoff
         self._rto_end: int | None = None  # while retransmitting after a timeout, slow start adds at most 1 SMSS
-        self._rng: random.Random | None = None
-        self.backoffs: list[tuple[float, int]] = []  # (time, queueing delay µs) of each delay backoff
 
     def _in_cong_recovery(self) -> bool:
         return self._cong_end is not None and self.rounds.acked < self._cong_end
 
     def on_ack(self, info: AckInfo) -> None:
         ctl = self.ctl
-        if self.shadow is None:
-            self.shadow = ctl.cwnd
-        self.rounds.ack(info.acked)
-        if info.rtt is not None:
-            self.rtt = max(1, round(info.rtt * 1e6))
+        rtt_us = self._ack_opening(info)
+        if rtt_us is not None:
+            self.rtt = max(1, rtt_us)
             self.minrtt = self.rtt if not self.minrtt else min(self.minrtt, self.rtt)
             self.maxrtt = max(self.maxrtt, self.rtt)
         self.maxrtt_in_rtt = max(self.rtt, self.maxrtt_in_rtt)
@@ -99,7 +90,7 @@ class Chd(CongestionControl):
                     self.loss_compete = False
         if backoff:
             if self.loss_compete or qdly > self.prev_backoff_qdly:
-                self.shadow = max(ctl.cwnd, self.shadow)  # perhaps competing with loss-based flows
+                self.shadow = max(ctl.cwnd, self._seed_shadow())  # perhaps competing with loss-based flows
             else:
                 self.shadow = 0
             self.prev_backoff_qdly = qdly
@@ -113,9 +104,7 @@ class Chd(CongestionControl):
 
     def _should_backoff(self, qdly: int, maxqdly: int) -> bool:
         """should_backoff(): probability up from qmin to pmax at qthresh, then down to 0 at the largest queue."""
-        if self._rng is None:
-            self._rng = scheme_rng(self.name, self.ctl, self.seed)
-        rand = self._rng.random()
+        rand = self._draw()
         if qdly < self.qthresh:
             self.loss_compete = False
             p = self.pmax * (qdly - self.qmin) / (self.qthresh - self.qmin)
@@ -154,17 +143,16 @@ class Chd(CongestionControl):
 
     def on_loss(self, now: float) -> None:
         ctl = self.ctl
-        if self.shadow is None:
-            self.shadow = ctl.cwnd
+        shadow = self._seed_shadow()
         qdly = max(self.rtt, self.maxrtt_in_rtt) - self.minrtt
         congestion = not self._in_cong_recovery() and qdly > self.qthresh
         if congestion:
-            cwnd = max(ctl.cwnd, self.shadow) if self.loss_compete else ctl.cwnd
+            cwnd = max(ctl.cwnd, shadow) if self.loss_compete else ctl.cwnd
             ctl.ssthresh = self._decreased(cwnd)
         else:
             ctl.ssthresh = ctl.cwnd
-        if self.shadow:
-            self.shadow = max(self.shadow // ctl.mss // 2, 2) * ctl.mss
+        if shadow:
+            self.shadow = max(shadow // ctl.mss // 2, 2) * ctl.mss
         ctl.trace("chd_loss", now, f"qdly={qdly}us congestion={congestion}")
 
     def on_rto(self, now: float) -> None:

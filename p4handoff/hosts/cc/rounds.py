@@ -1,4 +1,4 @@
-"""What the delay-based schemes (cdg, chd) share: per-RTT rounds and a deterministic random stream.
+"""What the delay-based schemes (cdg, chd) share: per-RTT rounds, a shadow window, a deterministic random stream.
 
 Both kernels measure once per round trip: Linux CDG ends a round on the first
 ACK beyond the SND.NXT recorded at its start (`after(ack, rtt_seq)`), FreeBSD's
@@ -10,8 +10,9 @@ position instead: the bytes acknowledged so far plus the flight at the start
 from __future__ import annotations
 
 import random
+from typing import ClassVar
 
-from p4handoff.hosts.cc.base import SenderControl
+from p4handoff.hosts.cc.base import AckInfo, CongestionControl, SenderControl
 
 
 class Rounds:
@@ -41,3 +42,40 @@ def scheme_rng(name: str, ctl: SenderControl, seed: int) -> random.Random:
     interface exposing either. Call it once the connection is open.
     """
     return random.Random(f"{name}|{seed}|{ctl.local_addr}|{ctl.peer_home}|{ctl.tsval(0.0)}")
+
+
+class DelayScheme(CongestionControl):
+    """A delay-gradient scheme's common state: rounds, a shadow window seeded from cwnd, its random draws and backoffs.
+
+    Both kernels seed the shadow window from cwnd when the connection starts
+    (Linux tcp_cdg_init, FreeBSD chd_conn_init); here at the first event that
+    reads it, the first ACK or a loss before one.
+    """
+
+    randomised: ClassVar[bool] = True   # probabilistic back-off (scheme_rng)
+
+    def __init__(self, seed: int) -> None:
+        super().__init__()
+        self.seed = seed
+        self.rounds = Rounds()
+        self.shadow: int | None = None  # bytes; set from cwnd at the first event (chd: 0 = off)
+        self.backoffs: list[tuple[float, int]] = []  # (time, delay signal µs) of each delay backoff
+        self._rng: random.Random | None = None
+
+    def _seed_shadow(self) -> int:
+        """The shadow window, set from cwnd if this is the first event that reads it."""
+        if self.shadow is None:
+            self.shadow = self.ctl.cwnd
+        return self.shadow
+
+    def _ack_opening(self, info: AckInfo) -> int | None:
+        """Every ACK starts so: shadow seeded, bytes counted into the round; the RTT sample in µs, if any."""
+        self._seed_shadow()
+        self.rounds.ack(info.acked)
+        return None if info.rtt is None else round(info.rtt * 1e6)
+
+    def _draw(self) -> float:
+        """The next draw in [0, 1) of this connection's stream (`scheme_rng`), made on first use."""
+        if self._rng is None:
+            self._rng = scheme_rng(self.name, self.ctl, self.seed)
+        return self._rng.random()
