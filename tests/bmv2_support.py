@@ -3,6 +3,8 @@ the compiled program or network namespaces are missing), a running testbed with 
 a mobile host attached through it."""
 from __future__ import annotations
 
+import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -54,3 +56,17 @@ def attach(tb: Testbed, i: int, bs: str, ident: int) -> None:
     assert reply is not None and reply.code is ReplyCode.ACCEPTED, reply
     tb.wait_for(lambda s: next(m for m in s["mobile_hosts"] if m["mh"] == mh_name(i))["bs"] == bs
                 and next(m for m in s["mobile_hosts"] if m["mh"] == mh_name(i))["phase"] == "attached")
+
+
+def send_stream(tb: Testbed, i: int, seqs: list[int] | range, gap: float, dscp: int = 0) -> threading.Thread:
+    """The correspondent sends data frames `seqs` to MH `i`, one every `gap` seconds, on a thread."""
+    def run() -> None:
+        start = time.monotonic()
+        for k, seq in enumerate(seqs):
+            delay = start + k * gap - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            tb.hosts["ch"].send(tb.data_frame(i, seq, dscp))
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t

@@ -4,7 +4,9 @@ these instruments can fail."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import select
 import socket
 import subprocess
 import sys
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from p4handoff.hosts.net.rawio import ETH_P_IP, SOL_PACKET, attach_filter
+from p4handoff.hosts.net.rawio import ETH_P_IP, SOL_PACKET, PacketReceiver, attach_filter
 from p4handoff import netns
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -217,3 +219,32 @@ class Injector:
 
 REASON = netns.unavailable_reason()
 needs_netns = [pytest.mark.netns, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+
+
+def closed_port() -> int:
+    """A loopback TCP port nothing listens on (bound, then closed again)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+NOTIFY = 15434        # the notification port the scheme tests' hosts listen on
+
+
+def records(trace_file: Path) -> list[dict]:
+    """The JSON lines of a sender's trace file."""
+    return [json.loads(line) for line in trace_file.read_text().splitlines()]
+
+
+def wait_for_data(ns: netns.Namespace, timeout: float = 10.0) -> None:
+    """Until a data segment (over 100 bytes) reaches port 5001 in `ns` (AssertionError after `timeout`)."""
+    tap = ns.call(lambda: PacketReceiver(5001))
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            select.select([tap], [], [], 0.2)
+            if any(len(r.packet) > 100 for r in tap.receive()):
+                return
+        raise AssertionError("the transfer did not start")
+    finally:
+        tap.close()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
@@ -19,23 +18,10 @@ from p4handoff.controller.registration import FLAG_D, FLAG_S, ReplyCode
 from p4handoff.topo.testbed import Collector, HostPort, Testbed, cell_ip, mh_ip, mh_name, parse_udp_frame, received_seqs
 from p4handoff.notify import Event, Notification
 from p4handoff.wire import DSCP_IPF_PRIORITY_DEFAULT, IP_PROTO_IPIP, UDP_PORT_HANDOFF_NOTIFY
-from tests.bmv2_support import BMV2_NETNS_MARKS, REPO, attach, running_testbed
+from tests.bmv2_support import BMV2_NETNS_MARKS, REPO, attach, running_testbed, send_stream
 
 pytestmark = BMV2_NETNS_MARKS
 
-
-
-def send_stream(tb, i: int, seqs, gap: float, dscp: int = 0) -> threading.Thread:
-    def run() -> None:
-        start = time.monotonic()
-        for k, seq in enumerate(seqs):
-            delay = start + k * gap - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            tb.hosts["ch"].send(tb.data_frame(i, seq, dscp))
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    return t
 
 
 def notes(frames: list[bytes]) -> list[Notification]:

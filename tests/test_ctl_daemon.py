@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,15 +24,10 @@ from p4handoff.controller.control import ControlError, request
 from p4handoff.topo.launch import launch_controller
 from p4handoff.cli.main import main
 from p4handoff.netns import Sandbox
+from tests.net_support import closed_port
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "topo" / "three-switch.yaml"
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]          # closed again: nothing listens there
 
 
 def start(tmp_path: Path, sock: str) -> subprocess.Popen:

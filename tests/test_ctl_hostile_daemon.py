@@ -33,6 +33,7 @@ from p4handoff.controller.network import load_network
 from p4handoff.controller.p4runtime import PacketIn
 from p4handoff.controller.registration import RegistrationRequest
 from p4handoff.controller.session import PacketInEvent
+from tests.net_support import closed_port
 from tests.hostile_inputs import (REGISTRATION, REJECT_EVENTS, TELEMETRY, PacketIn as Punt, hostile_control_line,
                                   hostile_packet_in, registration_frame)
 
@@ -41,12 +42,6 @@ EXAMPLE = REPO / "topo" / "three-switch.yaml"
 FUZZ = settings(derandomize=True, database=None, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 CONTROL_EVENTS = {"control_rejected", "request_refused"}
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def description(tmp: Path) -> Path:

@@ -23,7 +23,8 @@ from p4handoff.controller.session import PacketInEvent
 from p4handoff.keyfile import write_keys
 from p4handoff.ntptime import ntp_time
 from tests.hostile_inputs import registration_frame
-from tests.test_ctl_daemon import EXAMPLE, closed_port
+from tests.ctl_parts import EXAMPLE
+from tests.net_support import closed_port
 
 
 def network(tmp_path: Path) -> Network:

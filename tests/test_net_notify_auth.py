@@ -16,8 +16,8 @@ from p4handoff import netns
 from p4handoff.keyfile import write_keys
 from p4handoff.notify import Event, Notification
 from p4handoff.notify_auth import Sealer
-from test_net_schemes import NOTIFY, records, wait_for_data
-from test_net_support import RECEIVER, OurReceiver, OurSender, RstWatch, make_path, needs_netns
+from tests.net_support import (NOTIFY, RECEIVER, OurReceiver, OurSender, RstWatch, make_path, needs_netns, records,
+                               wait_for_data)
 
 pytestmark = needs_netns
 

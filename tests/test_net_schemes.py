@@ -8,8 +8,6 @@ HANDOFF the sender moves to that address and sets its window from them.
 """
 from __future__ import annotations
 
-import json
-import select
 import socket
 import time
 
@@ -18,7 +16,8 @@ import pytest
 from p4handoff import netns
 from p4handoff.notify import Event, Notification
 from p4handoff.wire import DSCP_LE
-from tests.net_support import RECEIVER, SENDER, OurReceiver, OurSender, RstWatch, make_path, needs_netns
+from tests.net_support import (NOTIFY, RECEIVER, SENDER, OurReceiver, OurSender, RstWatch, make_path, needs_netns,
+                               records, wait_for_data)
 
 pytestmark = needs_netns
 
@@ -26,25 +25,7 @@ from p4handoff.hosts.cc import SCHEMES  # noqa: E402
 from p4handoff.hosts.codec import decode  # noqa: E402
 from p4handoff.hosts.net.rawio import PacketReceiver  # noqa: E402
 
-NOTIFY = 15434
 SECOND = "10.0.9.3"
-
-
-def records(trace_file) -> list[dict]:
-    return [json.loads(line) for line in trace_file.read_text().splitlines()]
-
-
-def wait_for_data(ns: netns.Namespace, timeout: float = 10.0) -> None:
-    tap = ns.call(lambda: PacketReceiver(5001))
-    try:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            select.select([tap], [], [], 0.2)
-            if any(len(r.packet) > 100 for r in tap.receive()):
-                return
-        raise AssertionError("the transfer did not start")
-    finally:
-        tap.close()
 
 
 def notify(ns: netns.Namespace, to: str, *notes: Notification) -> None:

@@ -22,7 +22,7 @@ from p4handoff.topo.testbed import SWITCH_IP, Collector, mh_ip, mh_name, parse_u
 from p4handoff.wire import UDP_PORT_MIP_REGISTRATION
 from p4handoff.ntptime import ntp_time
 from tests.bmv2_support import BMV2_NETNS_MARKS, running_testbed
-from tests.test_ctl_bmv2 import attach, send_stream
+from tests.bmv2_support import attach, send_stream
 
 pytestmark = BMV2_NETNS_MARKS
 INTRUDER_MAC = "02:bb:00:00:00:66"

@@ -18,13 +18,14 @@ import random
 import sys
 from pathlib import Path
 
+from p4handoff.argtypes import whole_number
 from p4handoff.reliability.forgery import run as forge
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--per-kind", type=int, default=10_000, help="forged registrations and notifications per kind")
-    ap.add_argument("--seed", type=int, default=None, help="default: random (printed)")
+    ap.add_argument("--per-kind", type=whole_number(1), default=10_000, help="forged registrations and notifications per kind")
+    ap.add_argument("--seed", type=whole_number(0), default=None, help="default: random (printed)")
     ap.add_argument("--json", type=Path, help="write the figures here")
     args = ap.parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().getrandbits(32)
