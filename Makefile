@@ -7,10 +7,18 @@ BUILD := build
 P4_MAIN := p4src/bs.p4
 P4_SOURCES := $(wildcard p4src/*.p4 p4src/include/*.p4)
 
-.PHONY: setup protos wheel lint venv-ready build build-tofino tofino-resources test unit ptf clean fuzz chaos chaos-testbed bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-scale
+.PHONY: setup toolchain toolchain-tofino protos wheel lint venv-ready build build-tofino tofino-resources test unit ptf clean fuzz chaos chaos-testbed bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-scale
 
 setup: ## install everything installable from apt and PyPI; report what is missing
 	bash scripts/setup.sh
+
+# The P4 toolchain from source (issue 21, README 'P4 toolchain'): pinned, resumable, ends with a smoke test.
+# PREFIX=... (default /usr/local), P4HANDOFF_GIT_BASE=<mirror or dir>, JOBS=N, NICE=N; --dry-run: scripts/toolchain.sh --dry-run
+toolchain: ## build and install the pinned PI, BMv2 and p4c (BMv2 back end) from source (~N min on 2 cores)
+	bash scripts/toolchain.sh
+
+toolchain-tofino: ## build p4c's Tofino back end (bf-p4c) and p4testgen beside it (own prefix, hours on 2 cores)
+	bash scripts/toolchain.sh --tofino
 
 protos: ## regenerate the P4Runtime modules for the installed protobuf (make setup does it)
 	$(PY) -m p4handoff.controller.protogen
