@@ -2,7 +2,7 @@
 # `make toolchain` / `make toolchain-tofino` (issue 21): build and install the pinned P4 toolchain
 # (PI, BMv2, p4c; with --tofino: p4c's Tofino back end bf-p4c and p4testgen) on Debian/Ubuntu.
 #
-#   scripts/toolchain.sh [--tofino] [--dry-run] [--no-smoke]
+#   scripts/toolchain.sh [--tofino] [--dry-run] [--no-smoke | --smoke (run it again even if nothing changed)]
 #
 # Environment (all optional):
 #   PREFIX                  install prefix of the BMv2 toolchain (default /usr/local)
@@ -56,14 +56,15 @@ JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 NICE=${NICE:-19}
 VENV_PY=${VENV_PY:-$REPO_DIR/.venv/bin/python}
 
-TOFINO=0 DRY_RUN=0 SMOKE=1
+TOFINO=0 DRY_RUN=0 SMOKE=1 FORCE_SMOKE=0
 for arg in "$@"; do
   case $arg in
     --tofino) TOFINO=1 ;;
     --dry-run) DRY_RUN=1 ;;
     --no-smoke) SMOKE=0 ;;
+    --smoke) FORCE_SMOKE=1 ;;
     -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "toolchain: unknown argument '$arg' (--tofino, --dry-run, --no-smoke)" >&2; exit 2 ;;
+    *) echo "toolchain: unknown argument '$arg' (--tofino, --dry-run, --no-smoke, --smoke)" >&2; exit 2 ;;
   esac
 done
 
@@ -113,7 +114,8 @@ as_owner_of() {
 step() {
   local comp=$1 name=$2 key=$3; shift 3
   local stamp=$STAMPS/$PREFIX_KEY.$comp.$name log=$LOGS/$comp.log t0 rc
-  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key" ]; then
+  # STEP_REQUIRES=<path>: the step's product; a stamp without it (deleted since) does not count
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key" ] && { [ -z "${STEP_REQUIRES:-}" ] || [ -e "$STEP_REQUIRES" ]; }; then
     printf '[%s] %-10s %-10s done before (%s)\n' "$(clock)" "$comp" "$name" "${key:0:60}"
     return 0
   fi
@@ -353,16 +355,16 @@ bmv2_toolchain() {
   key="$PI_COMMIT $PREFIX --with-proto"
   step pi configure "$key" pi_configure
   step pi build "$key" pi_build
-  step pi install "$key" pi_install
+  STEP_REQUIRES=$PREFIX/lib/libpi.so step pi install "$key" pi_install
   # --disable-static: libtool compiles every file once instead of twice
   key="$BMV2_COMMIT $PREFIX --with-pi --with-thrift --disable-logging-macros --disable-elogger --disable-static (PI $PI_COMMIT)"
   step bmv2 configure "$key" bmv2_configure
   step bmv2 build "$key" bmv2_build
-  step bmv2 install "$key" bmv2_install
+  STEP_REQUIRES=$PREFIX/bin/simple_switch_grpc step bmv2 install "$key" bmv2_install
   key="$P4C_COMMIT $PREFIX ${P4C_CMAKE_BMV2[*]}"
   step p4c configure "$key" p4c_configure
   step p4c build "$key" p4c_build
-  step p4c install "$key" p4c_install
+  STEP_REQUIRES=$PREFIX/bin/p4c-bm2-ss step p4c install "$key" p4c_install
 }
 
 # ---- Tofino: p4c 1.2.5.16 with backends/tofino and backends/p4tools, in its own prefix ---------------
@@ -467,7 +469,7 @@ tofino_toolchain() {
   key="$key $TOFINO_PREFIX ${P4C_CMAKE_TOFINO[*]}"
   step p4c-tofino configure "$key" tofino_configure
   step p4c-tofino build "$key" tofino_build
-  step p4c-tofino install "$key" tofino_install
+  STEP_REQUIRES=$TOFINO_PREFIX/bin/p4testgen step p4c-tofino install "$key" tofino_install
   if [ "$SMOKE" = 1 ]; then step p4c-tofino smoke "$key" tofino_smoke; fi
   echo "versions:"
   echo "  bf-p4c:    $("$PREFIX/bin/bf-p4c" --version 2>&1 | tail -1)"
@@ -489,15 +491,13 @@ main() {
   else
     bmv2_toolchain
     if [ "$SMOKE" = 1 ]; then
-      t0=$(date +%s)
-      printf '[%s] %-10s %-10s ... ' "$(clock)" smoke test
-      if smoke >>"$LOGS/smoke.log" 2>&1; then
-        echo "ok $(hms $(( $(date +%s) - t0 )))"
-        sed -n '/^smoke:/p' "$LOGS/smoke.log" | tail -n 6
-      else
-        echo FAILED; echo "toolchain: smoke test failed; full log: $LOGS/smoke.log; its last lines:" >&2
-        tail -n 25 "$LOGS/smoke.log" | sed 's/^/    /' >&2; exit 1
-      fi
+      # again whenever a component, the program (p4src/) or the smoke test changed, or with --smoke
+      local key
+      key="$(cat "$STAMPS/$PREFIX_KEY".{pi,bmv2,p4c}.install 2>/dev/null | sha1sum | cut -c1-12) p4src $(
+        find "$REPO_DIR/p4src" "$REPO_DIR/scripts/toolchain_smoke.py" -type f -print0 | sort -z | xargs -0 cat | sha1sum | cut -c1-12)"
+      [ "$FORCE_SMOKE" = 1 ] && rm -f "$STAMPS/$PREFIX_KEY.smoke.test"
+      step smoke test "$key" smoke
+      sed -n '/^smoke:/p' "$LOGS/smoke.log" | tail -n 7
     fi
     versions
   fi
