@@ -504,4 +504,5 @@ main() {
   echo "toolchain: done in $(hms $(( $(date +%s) - START ))) (prefix $PREFIX, build dir $TC_DIR)"
 }
 
-main "$@"; exit $?
+# P4HANDOFF_TC_LIBRARY=1: define everything, run nothing (tests/test_toolchain.py sources it to drive `step`)
+if [ -z "${P4HANDOFF_TC_LIBRARY:-}" ]; then main "$@"; exit $?; fi

@@ -180,3 +180,50 @@ def test_tofino_needs_more_disk(sandbox: Path) -> None:
     done = run(sandbox, "--tofino", "--dry-run", P4HANDOFF_TC_DISK_KB=str(20 * 1024 * 1024))
     assert done.returncode == 2 and "too little disk: 20 GiB free" in done.stderr
     assert run(sandbox, "--dry-run", P4HANDOFF_TC_DISK_KB=str(20 * 1024 * 1024)).returncode == 0
+
+
+# ---- steps: stamps, resumption, logs ----------------------------------------------------------------------
+
+def steps(sandbox: Path, body: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Source the script as a library and run `body` (bash) with its `step` function."""
+    script = f'P4HANDOFF_TC_LIBRARY=1 source "{SCRIPT}"\nmkdir -p "$LOGS" "$STAMPS"\n{body}\n'
+    full_env = {**os.environ, "P4HANDOFF_TOOLCHAIN_DIR": str(sandbox / "steps"), "PREFIX": str(sandbox / "prefix"),
+                **env}
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=full_env, timeout=60)
+
+
+def test_a_step_runs_once_per_key_and_logs(sandbox: Path, tmp_path: Path) -> None:
+    count = tmp_path / "count"
+    body = f'work() {{ echo ran >> "{count}"; echo "compiler output"; }}\nstep demo1 build key1 work'
+    first = steps(sandbox, body)
+    assert first.returncode == 0, first.stderr
+    assert re.search(r"^\[\d\d:\d\d:\d\d\] demo1 +build +\.\.\. ok 0m0\ds$", first.stdout, re.M), first.stdout
+    again = steps(sandbox, body)
+    assert "done before (key1)" in again.stdout and count.read_text().count("ran") == 1
+    changed = steps(sandbox, body.replace("key1", "key2"))
+    assert "ok" in changed.stdout and count.read_text().count("ran") == 2, "a new pin or flag reruns the step"
+    assert "compiler output" in (sandbox / "steps" / "logs" / "demo1.log").read_text()
+
+
+def test_a_stamp_without_its_product_does_not_count(sandbox: Path, tmp_path: Path) -> None:
+    product = tmp_path / "simple_switch_grpc"
+    body = f'work() {{ touch "{product}"; }}\nSTEP_REQUIRES="{product}" step demo2 install k work'
+    assert steps(sandbox, body).returncode == 0 and product.exists()
+    assert "done before" in steps(sandbox, body).stdout
+    product.unlink()
+    assert "done before" not in steps(sandbox, body).stdout and product.exists()
+
+
+def test_a_failed_step_names_its_log_and_resumes(sandbox: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "interrupted"
+    body = (f'work() {{ echo "line $RANDOM"; if [ ! -e "{marker}" ]; then touch "{marker}"; '
+            f'echo "error: out of luck"; return 3; fi; echo finished; }}\nstep demo3 build k work')
+    failed = steps(sandbox, body)
+    log = sandbox / "steps" / "logs" / "demo3.log"
+    assert failed.returncode == 1
+    assert f"demo3 build failed (exit 3); full log: {log}; its last lines:" in failed.stderr
+    assert "error: out of luck" in failed.stderr, "the log's last lines are printed"
+    assert "FAILED after" in failed.stdout
+    resumed = steps(sandbox, body)
+    assert resumed.returncode == 0 and "ok" in resumed.stdout, "no stamp was written: the rerun does the step"
+    assert "done before" in steps(sandbox, body).stdout
