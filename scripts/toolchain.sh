@@ -111,15 +111,24 @@ as_owner_of() {
 # steps: `step <component> <name> <stamp-key> <function> [args]`: skipped when its stamp holds the key;
 # otherwise runs the function with output appended to logs/<component>.log, one progress line.
 # ---------------------------------------------------------------------------------------------------
+# CPU seconds (user + system) of this shell's finished children: the load-independent cost of a step
+children_cpu() {
+  local f=$TC_DIR/.times.$$ u s
+  times >"$f" 2>/dev/null || { echo 0; return; }
+  read -r u s < <(sed -n 2p "$f"); rm -f "$f"
+  awk -v u="$u" -v s="$s" 'function sec(t, m) { m = t; sub(/m.*/, "", m); sub(/^[0-9]+m/, "", t); sub(/s$/, "", t); return m * 60 + t }
+    BEGIN { printf "%d\n", sec(u) + sec(s) }'
+}
+
 step() {
   local comp=$1 name=$2 key=$3; shift 3
-  local stamp=$STAMPS/$PREFIX_KEY.$comp.$name log=$LOGS/$comp.log t0 rc
+  local stamp=$STAMPS/$PREFIX_KEY.$comp.$name log=$LOGS/$comp.log t0 c0 rc
   # STEP_REQUIRES=<path>: the step's product; a stamp without it (deleted since) does not count
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key" ] && { [ -z "${STEP_REQUIRES:-}" ] || [ -e "$STEP_REQUIRES" ]; }; then
     printf '[%s] %-10s %-10s done before (%s)\n' "$(clock)" "$comp" "$name" "${key:0:60}"
     return 0
   fi
-  t0=$(date +%s)
+  t0=$(date +%s) c0=$(children_cpu)
   printf '[%s] %-10s %-10s ... ' "$(clock)" "$comp" "$name"
   rm -f "$stamp"
   { echo; echo "=== $(date '+%F %T') $comp $name ($key)"; } >>"$log"
@@ -132,7 +141,7 @@ step() {
     exit 1
   fi
   mkdir -p "$STAMPS" && printf %s "$key" >"$stamp"
-  echo "ok $(hms $(( $(date +%s) - t0 )))"
+  echo "ok $(hms $(( $(date +%s) - t0 ))) (cpu $(hms $(( $(children_cpu) - c0 ))))"
 }
 
 # ---- sources --------------------------------------------------------------------------------------

@@ -197,7 +197,7 @@ def test_a_step_runs_once_per_key_and_logs(sandbox: Path, tmp_path: Path) -> Non
     body = f'work() {{ echo ran >> "{count}"; echo "compiler output"; }}\nstep demo1 build key1 work'
     first = steps(sandbox, body)
     assert first.returncode == 0, first.stderr
-    assert re.search(r"^\[\d\d:\d\d:\d\d\] demo1 +build +\.\.\. ok 0m0\ds$", first.stdout, re.M), first.stdout
+    assert re.search(r"^\[\d\d:\d\d:\d\d\] demo1 +build +\.\.\. ok 0m0\ds \(cpu 0m0\ds\)$", first.stdout, re.M), first.stdout
     again = steps(sandbox, body)
     assert "done before (key1)" in again.stdout and count.read_text().count("ran") == 1
     changed = steps(sandbox, body.replace("key1", "key2"))
