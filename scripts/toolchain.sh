@@ -111,13 +111,15 @@ as_owner_of() {
 # steps: `step <component> <name> <stamp-key> <function> [args]`: skipped when its stamp holds the key;
 # otherwise runs the function with output appended to logs/<component>.log, one progress line.
 # ---------------------------------------------------------------------------------------------------
-# CPU seconds (user + system) of this shell's finished children: the load-independent cost of a step
+# CPU seconds (user + system) of this shell's finished children, into CPU_NOW (no $(...): a subshell would
+# count its own children only): the load-independent cost of a step
 children_cpu() {
   local f=$TC_DIR/.times.$$ u s
-  times >"$f" 2>/dev/null || { echo 0; return; }
+  CPU_NOW=0
+  times >"$f" 2>/dev/null || return 0
   read -r u s < <(sed -n 2p "$f"); rm -f "$f"
-  awk -v u="$u" -v s="$s" 'function sec(t, m) { m = t; sub(/m.*/, "", m); sub(/^[0-9]+m/, "", t); sub(/s$/, "", t); return m * 60 + t }
-    BEGIN { printf "%d\n", sec(u) + sec(s) }'
+  CPU_NOW=$(awk -v u="$u" -v s="$s" 'function sec(t, m) { m = t; sub(/m.*/, "", m); sub(/^[0-9]+m/, "", t); sub(/s$/, "", t); return m * 60 + t }
+    BEGIN { printf "%d\n", sec(u) + sec(s) }')
 }
 
 step() {
@@ -128,7 +130,7 @@ step() {
     printf '[%s] %-10s %-10s done before (%s)\n' "$(clock)" "$comp" "$name" "${key:0:60}"
     return 0
   fi
-  t0=$(date +%s) c0=$(children_cpu)
+  children_cpu; t0=$(date +%s) c0=$CPU_NOW
   printf '[%s] %-10s %-10s ... ' "$(clock)" "$comp" "$name"
   rm -f "$stamp"
   { echo; echo "=== $(date '+%F %T') $comp $name ($key)"; } >>"$log"
@@ -141,7 +143,8 @@ step() {
     exit 1
   fi
   mkdir -p "$STAMPS" && printf %s "$key" >"$stamp"
-  echo "ok $(hms $(( $(date +%s) - t0 ))) (cpu $(hms $(( $(children_cpu) - c0 ))))"
+  children_cpu
+  echo "ok $(hms $(( $(date +%s) - t0 ))) (cpu $(hms $(( CPU_NOW - c0 ))))"
 }
 
 # ---- sources --------------------------------------------------------------------------------------
