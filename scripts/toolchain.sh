@@ -499,7 +499,7 @@ main() {
   [ "$DRY_RUN" = 1 ] && { echo "dry run: nothing built"; exit 0; }
 
   mkdir -p "$LOGS" "$STAMPS" "$SRC" "$WORK" || fail "cannot create the build directory $TC_DIR"
-  step apt install "$(printf '%s ' "${APT[@]}" | sha1sum | cut -c1-12)" apt_install
+  step apt "$([ "$TOFINO" = 1 ] && echo tofino || echo bmv2)" "$(printf '%s ' "${APT[@]}" | sha1sum | cut -c1-12)" apt_install
   if [ "$TOFINO" = 1 ]; then
     tofino_toolchain
   else
