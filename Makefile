@@ -13,12 +13,14 @@ setup: ## install everything installable from apt and PyPI; report what is missi
 	bash scripts/setup.sh
 
 # The P4 toolchain from source (issue 21, README 'P4 toolchain'): pinned, resumable, ends with a smoke test.
-# PREFIX=... (default /usr/local), P4HANDOFF_GIT_BASE=<mirror or dir>, JOBS=N, NICE=N; --dry-run: scripts/toolchain.sh --dry-run
-toolchain: ## build and install the pinned PI, BMv2 and p4c (BMv2 back end) from source (~N min on 2 cores)
-	bash scripts/toolchain.sh
+# PREFIX=... (default /usr/local), P4HANDOFF_GIT_BASE=<mirror or dir>, JOBS=N, NICE=N;
+# TOOLCHAIN_FLAGS=--dry-run (the plan) | --smoke (the smoke test again) | --no-smoke
+TOOLCHAIN_FLAGS ?=
+toolchain: ## build and install the pinned PI, BMv2 and p4c (BMv2 back end) from source (~1.5 h on 2 busy cores)
+	bash scripts/toolchain.sh $(TOOLCHAIN_FLAGS)
 
 toolchain-tofino: ## build p4c's Tofino back end (bf-p4c) and p4testgen beside it (own prefix, hours on 2 cores)
-	bash scripts/toolchain.sh --tofino
+	bash scripts/toolchain.sh --tofino $(TOOLCHAIN_FLAGS)
 
 protos: ## regenerate the P4Runtime modules for the installed protobuf (make setup does it)
 	$(PY) -m p4handoff.controller.protogen
