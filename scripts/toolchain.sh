@@ -79,9 +79,10 @@ APT_BMV2=(
   python3-scapy   # p4c's CMake requires scapy once it finds BMv2's simple_switch
 )
 # z3, Abseil, protobuf 25 and bdwgc are built from source with p4c (below); bf-p4c's schema generators need
-# jsonschema and jsl (PyPI only: a build-time venv in the build dir, jsl==$JSL_VERSION)
+# jsonschema and jsl, and pyinstaller packs p4c-build-logs (jsl, pyinstaller: PyPI, into a build-time venv)
 APT_TOFINO=(rapidjson-dev python3-jsonschema python3-venv python3-pip)
 JSL_VERSION=0.2.4
+PYINSTALLER_VERSION=6.22.3
 APT=("${APT_BMV2[@]}")
 [ "$TOFINO" = 1 ] && APT+=("${APT_TOFINO[@]}")
 
@@ -435,11 +436,12 @@ tofino_patch_driver() {
   grep -q 'self._commands\[cmd_name\].append(str(cmd))' "$f" || { echo "driver patch did not apply to $f"; return 1; }
 }
 
-# bf-p4c's build runs Python generators that import jsl (PyPI only) and jsonschema
+# bf-p4c's build runs Python generators that import jsl (PyPI only) and jsonschema, and packs its
+# p4c-build-logs tool with pyinstaller (PyPI): both into a build-time venv, first on PATH while building
 tofino_pyenv() {
   rm -rf "$TC_DIR/pyenv" && /usr/bin/python3 -m venv --system-site-packages "$TC_DIR/pyenv" \
-    && "$TC_DIR/pyenv/bin/python" -m pip install -q "jsl==$JSL_VERSION" \
-    && "$TC_DIR/pyenv/bin/python" -c 'import jsl, jsonschema'
+    && "$TC_DIR/pyenv/bin/python" -m pip install -q "jsl==$JSL_VERSION" "pyinstaller==$PYINSTALLER_VERSION" \
+    && "$TC_DIR/pyenv/bin/python" -c 'import jsl, jsonschema' && "$TC_DIR/pyenv/bin/pyinstaller" --version
 }
 
 tofino_configure() {
@@ -451,7 +453,7 @@ tofino_configure() {
       -DFETCHCONTENT_SOURCE_DIR_BDWGC="$DEPS/bdwgc" -DFETCHCONTENT_SOURCE_DIR_Z3="$DEPS/z3" \
       -DFETCHCONTENT_SOURCE_DIR_INJA="$DEPS/inja"
 }
-tofino_build() { cd "$WORK/p4c-tofino-build" && N make -j"$JOBS"; }
+tofino_build() { cd "$WORK/p4c-tofino-build" && PATH="$TC_DIR/pyenv/bin:$PATH" N make -j"$JOBS"; }
 tofino_install() {
   cd "$WORK/p4c-tofino-build" && as_owner_of "$TOFINO_PREFIX" make install || return 1
   # links beside the BMv2 toolchain, under names the BMv2 p4c does not use
@@ -479,7 +481,7 @@ tofino_toolchain() {
   local key="$P4C_TOFINO_COMMIT z3 $Z3_COMMIT abseil $ABSEIL_COMMIT protobuf $PROTOBUF_COMMIT driver-patch 1"
   step sources p4c-tofino "$P4C_TOFINO_COMMIT" tofino_checkout_p4c
   step sources tofino-deps "$key" tofino_sources
-  step p4c-tofino pyenv "jsl==$JSL_VERSION" tofino_pyenv
+  step p4c-tofino pyenv "jsl==$JSL_VERSION pyinstaller==$PYINSTALLER_VERSION" tofino_pyenv
   key="$key $TOFINO_PREFIX ${P4C_CMAKE_TOFINO[*]}"
   step p4c-tofino configure "$key" tofino_configure
   step p4c-tofino build "$key" tofino_build
