@@ -80,7 +80,7 @@ APT_BMV2=(
 )
 # z3, Abseil, protobuf 25 and bdwgc are built from source with p4c (below); bf-p4c's schema generators need
 # jsonschema and jsl, and pyinstaller packs p4c-build-logs (jsl, pyinstaller: PyPI, into a build-time venv)
-APT_TOFINO=(rapidjson-dev python3-jsonschema python3-venv python3-pip)
+APT_TOFINO=(rapidjson-dev python3-jsonschema python3-packaging python3-venv python3-pip)  # packaging: the bf-p4c driver
 JSL_VERSION=0.2.4
 PYINSTALLER_VERSION=6.22.3
 APT=("${APT_BMV2[@]}")
