@@ -48,9 +48,24 @@ if [ -x "$VENV/bin/python" ]; then
   fi
 fi
 
-echo "== P4 toolchain (not in any package registry: install from p4lang, see README 'P4 toolchain')"
+echo "== P4 toolchain (not in any package registry: 'make toolchain' builds it, see README 'P4 toolchain')"
+# the versions scripts/toolchain.sh pins and the README's table names (tests/test_toolchain.py checks they agree)
+P4C_VERSION=1.2.4.8
+BMV2_VERSION=1.15.0
 for tool in p4c-bm2-ss simple_switch_grpc simple_switch_CLI; do
-  if path=$(command -v "$tool"); then echo "   found $tool at $path"; else missing+=("$tool"); fi
+  if path=$(command -v "$tool"); then echo "   found $tool at $path"; else missing+=("$tool (make toolchain)"); fi
+done
+version_check() { # <tool> <pinned version>
+  local tool=$1 want=$2 got
+  command -v "$tool" >/dev/null || return 0
+  got=$("$tool" --version 2>&1 | grep -o -m1 '[0-9][0-9.]*[0-9]' | head -1)
+  if [ "$got" = "$want" ]; then echo "   $tool $got: the pinned version"
+  else echo "   $tool ${got:-(no version)}: NOT the pinned $want (make toolchain installs it); tests may differ"; fi
+}
+version_check p4c-bm2-ss "$P4C_VERSION"
+version_check simple_switch_grpc "$BMV2_VERSION"
+for tool in bf-p4c p4testgen; do  # optional: make toolchain-tofino
+  if path=$(command -v "$tool"); then echo "   found $tool at $path"; else echo "   (optional) $tool not found: make toolchain-tofino"; fi
 done
 
 echo
