@@ -8,35 +8,19 @@ Prints `smoke: ...` lines; exits non-zero on any failure.
 from __future__ import annotations
 
 import argparse
-import importlib
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from p4handoff.bmv2 import Bmv2Switch, compile_p4  # noqa: E402
+from p4handoff.controller.p4runtime.client import P4RuntimeClient  # noqa: E402
 
-
-def p4runtime_client_class() -> Any:
-    """P4RuntimeClient, wherever the controller lives in this checkout (controller/ or p4handoff/controller/)."""
-    for module in ("controller.p4runtime.client", "p4handoff.controller.p4runtime.client"):
-        try:
-            return importlib.import_module(module).P4RuntimeClient
-        except ImportError:
-            continue
-    raise SystemExit("smoke: FAILED: the project's P4Runtime client (p4runtime/client.py) is not importable")
-
-
-def main_program() -> Path:
-    for candidate in (REPO / "p4src" / "v1model" / "bs.p4", REPO / "p4src" / "bs.p4"):
-        if candidate.exists():
-            return candidate
-    raise SystemExit("smoke: FAILED: no v1model program (p4src/bs.p4 or p4src/v1model/bs.p4)")
+PROGRAM = REPO / "p4src" / "v1model" / "bs.p4"
 
 
 def main() -> int:
@@ -45,8 +29,7 @@ def main() -> int:
     args = parser.parse_args()
     for tool in ("p4c-bm2-ss", "simple_switch_grpc", "simple_switch_CLI"):
         print(f"smoke: {tool} = {shutil.which(tool)}")
-    client_class = p4runtime_client_class()
-    source = main_program()
+    source = PROGRAM
     with tempfile.TemporaryDirectory(prefix="p4h-toolchain-smoke-") as tmp:
         t0 = time.monotonic()
         p4info, config = compile_p4(source, tmp, include_dirs=[REPO / "p4src" / "include"])
@@ -55,7 +38,7 @@ def main() -> int:
         switch.start()
         try:
             print(f"smoke: simple_switch_grpc pid {switch.pid}, P4Runtime at {switch.grpc_addr}")
-            with client_class(switch.grpc_addr) as client:
+            with P4RuntimeClient(switch.grpc_addr) as client:
                 client.set_pipeline(p4info, config)
                 tables = [t.preamble.name for t in client.p4info.proto.tables]
                 if not tables:
