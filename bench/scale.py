@@ -31,6 +31,11 @@ SMOKE_SCENARIO = ROOT / "traces" / "ucc-loss.yaml"
 SMOKE_SETTINGS = ["--schemes", "newreno", "--set", "duration=1", "--set", "measure.windows.run.to=1", "--no-plots"]
 
 
+def results_of(metrics: Path) -> dict:
+    """A sweep's metrics.json without its provenance, which names the command line (and so the job count)."""
+    return {**json.loads(metrics.read_text()), "provenance": None}
+
+
 def sweep(scenario: Path, jobs: int, results: Path, extra: list[str]) -> tuple[float, float]:
     """Wall seconds of one `p4handoff run` of the sweep, and the CPU seconds its runs took (raises if it fails)."""
     start = time.perf_counter()
@@ -63,7 +68,7 @@ def main() -> int:
         (run_dir,) = parallel.glob("*/*")
         runs = len(list(run_dir.glob("runs/*/*/r*/metrics.json")))
         size = sum(p.stat().st_size for p in run_dir.rglob("*") if p.is_file())
-        same = (next(serial.glob("*/*/metrics.json")).read_bytes() == (run_dir / "metrics.json").read_bytes())
+        same = results_of(next(serial.glob("*/*/metrics.json"))) == results_of(run_dir / "metrics.json")
     load_after = os.getloadavg()
     print(f"sweep: {args.scenario.name}, {runs} runs; jobs 1: {t1:.1f} s, jobs {args.jobs}: {tn:.1f} s; "
           f"metrics.json identical: {'yes' if same else 'NO'}")

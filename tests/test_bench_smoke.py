@@ -10,6 +10,7 @@ missing. Benchmarks import only the product and bench/'s own helpers.
 from __future__ import annotations
 
 import ast
+import os
 import re
 import shutil
 import subprocess
@@ -85,8 +86,9 @@ def test_smoke(script: str, tmp_path: Path) -> None:
     reason = needs() if needs is not None else None
     if reason:
         pytest.skip(f"{script}: {reason}")
+    env = {**os.environ, "P4HANDOFF_BUILD": str(REPO / "build")}      # the checkout's compiled program, from tmp
     done = subprocess.run([sys.executable, str(BENCH / script), "--smoke"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     printed = dict(re.findall(r"^(\w+): (.+)$", done.stdout, re.M))
     assert [f for f in figures if f not in printed] == [], done.stdout

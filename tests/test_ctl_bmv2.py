@@ -151,7 +151,7 @@ def test_controller_restart_does_not_disturb_traffic(tb):
     assert len(rec) == 3 and all(e["inserted"] == e["modified"] == e["deleted"] == 0 for e in rec)
     assert next(e for e in after if e["event"] == "recovered" and e["mh"] == "mh1")["phase"] == "attached"
     # the new controller hands off as well
-    attach(tb, 0, "bs2", 1)
+    attach(tb, 0, "bs2", 2)                                # a new identification: 1 again would be a replay
     cell2 = Collector(tb.hosts["cell2"])
     for seq in range(5):
         tb.hosts["ch"].send(tb.data_frame(0, seq))
