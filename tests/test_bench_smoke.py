@@ -80,6 +80,7 @@ def test_benchmarks_import_only_the_product_and_their_helpers() -> None:
                     or top in {"scapy", "google"}, f"{script.name} imports {name}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", sorted(SMOKE))
 def test_smoke(script: str, tmp_path: Path) -> None:
     figures, needs = SMOKE[script]

@@ -82,6 +82,7 @@ def test_an_unknown_repeat_rule_is_refused() -> None:
     assert "published.expect[0].repeats" in str(exc.value.errors)
 
 
+@pytest.mark.slow
 def test_console_and_report_count_the_repeats(tmp_path: Path) -> None:
     """A real run with two repeats (the case has nothing random: both repeats agree)."""
     sf = _file({"claim": "BA beats TCP/mm", "order": ["Bandwidth-Aware", "TCP/mm"]},

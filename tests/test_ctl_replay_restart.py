@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from p4handoff.controller.daemon import Daemon
@@ -68,6 +69,7 @@ class Running:
         assert not self.thread.is_alive()
 
 
+@pytest.mark.slow
 def test_a_request_captured_before_a_restart_is_refused_after_it(tmp_path):
     net = network(tmp_path)
     from p4handoff.keyfile import load_keys

@@ -51,6 +51,7 @@ def test_metrics_and_report_say_what_produced_them(results: Path) -> None:
     assert f"`{s['command']}`" in header and s["python"] in header
 
 
+@pytest.mark.slow
 def test_resume_refuses_runs_from_other_code_unless_told(results: Path) -> None:
     sessions = json.loads((results / provenance.FILE).read_text())
     other = {**sessions[0], "commit": "0" * 40, "dirty": False, "diff_sha256": None}

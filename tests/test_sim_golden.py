@@ -124,6 +124,7 @@ def test_simulator_runs_match_their_golden_digest(case: str, tmp_path: Path) -> 
     assert (got, n) == (want, events), f"{case}: the run's events changed ({n} events hashed)"
 
 
+@pytest.mark.slow
 def test_the_digest_sees_a_change_of_one_packet(tmp_path: Path) -> None:
     """A one-packet change of a queue limit changes the digest (the recorder is not blind)."""
     (scenario, until, variant, point, overrides), want, _ = CASES["ipf-group-burst-RED"]

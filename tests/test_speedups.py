@@ -85,6 +85,7 @@ def test_the_loaded_modules_are_what_the_guard_says() -> None:
     assert compiled == (list(speedups.COMPILED) if status == "compiled" else []), (status, default)
 
 
+@pytest.mark.slow
 def test_the_pure_fallback_gives_the_golden_run() -> None:
     """One golden case (tests/test_sim_golden.py) in a pure-Python interpreter; the suite runs them all with
     whatever this interpreter loaded (compiled after `make compile`)."""

@@ -31,6 +31,7 @@ def compiled(tmp_path_factory) -> tuple[P4Info, dict]:
 
 
 @pytest.mark.slow   # compiles p4src/v1model/bs.p4 (~8 s) when p4c is here
+@pytest.mark.slow
 def test_every_table_size_is_the_compiled_size_and_every_keyed_table_has_one(compiled):
     p4info, _ = compiled
     sizes = {t.preamble.name: t.size for t in p4info.proto.tables}
@@ -91,6 +92,7 @@ def test_every_keyed_table_of_both_programs_takes_its_size_from_size_p4(program)
 
 
 @pytest.mark.slow   # compiles p4src/v1model/bs.p4 (~8 s) when p4c is here
+@pytest.mark.slow
 def test_packet_out_bytes_is_the_packet_out_header(compiled):
     p4info, _ = compiled
     widths = [m.bitwidth for m in p4info.controller_metadata("packet_out").metadata]
@@ -98,6 +100,7 @@ def test_packet_out_bytes_is_the_packet_out_header(compiled):
 
 
 @pytest.mark.slow   # compiles p4src/v1model/bs.p4 (~8 s) when p4c is here
+@pytest.mark.slow
 def test_telemetry_layout_is_the_compiled_header(compiled):
     _, config = compiled
     [header] = [h for h in config["header_types"] if h["name"] == "telemetry_t"]
@@ -106,6 +109,7 @@ def test_telemetry_layout_is_the_compiled_header(compiled):
 
 
 @pytest.mark.slow   # compiles p4src/v1model/bs.p4 (~8 s) when p4c is here
+@pytest.mark.slow
 def test_random_number_is_drawn_below_prob_one(compiled):
     _, config = compiled
     bounds = [int(p["parameters"][2]["value"], 16) for a in config["actions"] for p in a["primitives"]
@@ -196,6 +200,7 @@ def test_port_and_queue_bounds_are_the_p4_constants():
         PortAqm(wire.PORT_MAX + 1, wire.AQM_MODE_DROPTAIL, 10, 5)
 
 
+@pytest.mark.slow
 def test_slot_counts_are_the_compiled_counter_and_register_sizes(compiled):
     """PORT_CLASS_SLOTS and PORT_REASON_SLOTS (constants.p4, both programs) size the per-class and per-reason
     state of the compiled v1model program."""
