@@ -21,7 +21,7 @@ import struct
 import zlib
 from pathlib import Path
 
-from p4handoff.controller.spool import SpoolError
+from p4handoff.controller.spool import open_locked
 
 _HEAD = struct.Struct("!IB")        # CRC32 of (name length, name, identification), name length
 _IDENT = struct.Struct("!Q")
@@ -59,19 +59,7 @@ class ReplayJournal:
     def open(self) -> dict[str, int]:
         if self.path is None:
             return dict(self.bounds)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
-        except OSError as exc:
-            raise SpoolError(f"replay journal {self.path}: {exc.strerror or exc}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise SpoolError(f"replay journal {self.path} is in use by another controller") from None
-        data = b""
-        while chunk := os.pread(fd, 1 << 20, len(data)):
-            data += chunk
+        fd, data = open_locked(self.path, "replay journal")
         self.bounds = _decode(data)
         self._fd = fd
         self._compact()

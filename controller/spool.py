@@ -81,6 +81,28 @@ def decode_all(data: bytes) -> tuple[list[Record], int]:
     return out, i
 
 
+def open_locked(path: Path, what: str) -> tuple[int, bytes]:
+    """An append-only journal file opened (0600, created if missing) and locked against a second controller,
+    with what an earlier controller left in it. `what` names the file in the SpoolError."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise SpoolError(f"{what} {path}: {exc.strerror or exc}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise SpoolError(f"{what} {path} is in use by another controller") from None
+    if not os.path.isfile(path):
+        os.close(fd)
+        raise SpoolError(f"{what} {path} is not a regular file")
+    data = b""
+    while chunk := os.pread(fd, 1 << 20, len(data)):
+        data += chunk
+    return fd, data
+
+
 class Spool:
     """The journal file; `open()` locks it and returns what an earlier controller left in it."""
 
@@ -92,22 +114,7 @@ class Spool:
         self.torn_bytes = 0          # cut off at open: a record the previous process did not finish
 
     def open(self) -> list[Record]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
-        except OSError as exc:
-            raise SpoolError(f"buffer spool {self.path}: {exc.strerror or exc}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise SpoolError(f"buffer spool {self.path} is in use by another controller") from None
-        if not os.path.isfile(self.path):
-            os.close(fd)
-            raise SpoolError(f"buffer spool {self.path} is not a regular file")
-        data = b""
-        while chunk := os.pread(fd, 1 << 20, len(data)):
-            data += chunk
+        fd, data = open_locked(self.path, "buffer spool")
         records, good = decode_all(data)
         self.torn_bytes = len(data) - good
         if self.torn_bytes:
