@@ -84,22 +84,40 @@ BASE = int(os.environ["BASE_NICE"])
 def test_in_a_namespace(n):
     assert os.nice(0) == BASE          # the group keeps the CPU priority it was started with
 
+@pytest.mark.netns
+@pytest.mark.mininet
+@pytest.mark.parametrize("n", range(3))
+def test_in_mininet(n):
+    assert os.nice(0) == BASE
+
 @pytest.mark.parametrize("n", range(4))
 def test_anywhere(n):
     assert os.nice(0) == min(BASE + 10, 19)
 """
 
+PTF = """
+import os
+import pytest
+
+@pytest.mark.bmv2
+@pytest.mark.parametrize("n", range(3))
+def test_ptf(n):
+    assert os.nice(0) == int(os.environ["BASE_NICE"])
+"""
+
 
 @pytest.mark.slow   # two xdist workers start
-def test_make_test_runs_the_namespace_tests_on_one_worker(pytester: pytest.Pytester,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_make_test_runs_each_serial_group_on_one_worker(pytester: pytest.Pytester,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", str(REPO))   # the subprocess imports tests.conftest
     monkeypatch.setenv("BASE_NICE", str(os.nice(0)))
     pytester.makeconftest("from tests.conftest import (pytest_collection_modifyitems, pytest_runtest_logstart,  # noqa\n"
                           "                            pytest_sessionstart)\n")
-    pytester.makepyfile(test_grouped=GROUPED)
+    pytester.makepyfile(test_grouped=GROUPED, test_ptf=PTF)
     result = pytester.runpytest_subprocess("-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=8)
-    ran = [line for line in result.outlines if "::test_in_a_namespace" in line and "PASSED" in line]
-    assert len(ran) == 4 and all(line.rstrip().endswith("@namespaces") for line in ran), ran   # xdist saw the group
-    assert len({line.split("]")[0] for line in ran}) == 1, ran                        # and kept it on one worker
+    result.assert_outcomes(passed=14)
+    for test, group, n in (("test_grouped.py::test_in_a_namespace", "namespaces", 4),
+                           ("test_grouped.py::test_in_mininet", "mininet", 3), ("test_ptf.py::test_ptf", "ptf", 3)):
+        ran = [line for line in result.outlines if f"{test}[" in line and "PASSED" in line]
+        assert len(ran) == n and all(line.rstrip().endswith(f"@{group}") for line in ran), ran   # xdist saw the group
+        assert len({line.split("]")[0] for line in ran}) == 1, ran                        # and kept it on one worker
