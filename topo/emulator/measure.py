@@ -61,11 +61,11 @@ class EmulatedPath:
                  up_rate: str | None = None, up_loss: float | None = None, up_limit: int = 1000,
                  schedule: list[dict] | None = None,
                  down_at_start: bool = False, realtime: int = 0, extra: Sequence[str] = ()) -> None:
-        self.lab = Sandbox("emu")
+        self.sandbox = Sandbox("emu")
         try:
-            self.a, self.e, self.b = self.lab.namespace("a"), self.lab.namespace("e"), self.lab.namespace("b")
-            self.lab.veth(self.a, self.e, "10.9.0.1/24", "10.9.1.1/24", dev_a="veth0", dev_b="mh")
-            self.lab.veth(self.b, self.e, "10.9.0.2/24", "10.9.1.2/24", dev_a="veth0", dev_b="bs")
+            self.a, self.e, self.b = self.sandbox.namespace("a"), self.sandbox.namespace("e"), self.sandbox.namespace("b")
+            self.sandbox.veth(self.a, self.e, "10.9.0.1/24", "10.9.1.1/24", dev_a="veth0", dev_b="mh")
+            self.sandbox.veth(self.b, self.e, "10.9.0.2/24", "10.9.1.2/24", dev_a="veth0", dev_b="bs")
             for dev in ("mh", "bs"):   # the emulator's ends carry frames, not IP
                 self.e.run(["ip", "addr", "flush", "dev", dev])
                 self.e.run(["sysctl", "-q", "-w", f"net.ipv6.conf.{dev}.disable_ipv6=1"])
@@ -90,7 +90,7 @@ class EmulatedPath:
             self.proc = subprocess.Popen(["ip", "netns", "exec", self.e.name, *args, *extra], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                          start_new_session=True)
-            self.lab.processes.append(self.proc)
+            self.sandbox.processes.append(self.proc)
             line = self._readline(10.0)
             if not line.startswith('{"ready"'):
                 raise RuntimeError(f"emulator did not start: {line!r} {self._stderr()}")
@@ -99,7 +99,7 @@ class EmulatedPath:
             self.rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
             self.rx.bind(("10.9.0.2", PORT))
         except BaseException:
-            self.lab.close()
+            self.sandbox.close()
             raise
 
     def command(self, line: str, timeout: float = 5.0) -> dict[str, Any]:
@@ -147,7 +147,7 @@ class EmulatedPath:
             for s in (getattr(self, "tx", None), getattr(self, "rx", None)):
                 if s is not None:
                     s.close()
-            self.lab.close()
+            self.sandbox.close()
         return stats
 
     # -- probes ---------------------------------------------------------------------------------
