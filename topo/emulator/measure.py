@@ -27,6 +27,17 @@ from p4handoff.netns import Sandbox, Namespace, stop_process
 PORT = 9999
 UDP_IP_OVERHEAD = 28
 _STAMP = struct.Struct("!Id")   # sequence number, send time
+_TIMESPEC = struct.Struct("@qq")   # struct timespec: seconds, nanoseconds
+SO_TIMESTAMPNS = 35               # Linux (asm-generic/socket.h); Python's socket module does not name it
+
+
+def _received_at(ancillary: list[tuple[int, int, bytes]]) -> float:
+    """The kernel's receive time (CLOCK_REALTIME, seconds) from a datagram's SO_TIMESTAMPNS ancillary data."""
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+            sec, nsec = _TIMESPEC.unpack(data[:_TIMESPEC.size])
+            return sec + nsec * 1e-9
+    raise RuntimeError("a datagram arrived without its receive timestamp (SO_TIMESTAMPNS)")
 
 _SENDER = r"""
 import socket, struct, sys, time
@@ -97,6 +108,7 @@ class EmulatedPath:
             self.tx = self.a.socket(socket.AF_INET, socket.SOCK_DGRAM)
             self.rx = self.b.socket(socket.AF_INET, socket.SOCK_DGRAM)
             self.rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+            self.rx.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)   # arrival times by the kernel
             self.rx.bind(("10.9.0.2", PORT))
         except BaseException:
             self.sandbox.close()
@@ -153,20 +165,23 @@ class EmulatedPath:
     # -- probes ---------------------------------------------------------------------------------
     def one_way_delays(self, n: int, size: int = 64, spacing: float = 0.005,
                        timeout: float = 1.0) -> list[float]:
-        """Send `n` probes a → b one at a time; the one-way delay of each that arrived (seconds)."""
+        """Send `n` probes a → b one at a time; the one-way delay of each that arrived (seconds).
+
+        A probe's arrival is the time the kernel received it (SO_TIMESTAMPNS), so how late this process
+        is woken on a busy machine does not count as delay of the path.
+        """
         out = []
         self.rx.settimeout(timeout)
         payload = bytearray(max(size, _STAMP.size))
         for seq in range(n):
-            sent = time.monotonic()
+            sent = time.time()      # the clock of the kernel's receive timestamps
             _STAMP.pack_into(payload, 0, seq, sent)
             self.tx.sendto(payload, ("10.9.0.2", PORT))
             try:
                 while True:
-                    data = self.rx.recv(65536)
-                    got = time.monotonic()
+                    data, ancillary, _, _ = self.rx.recvmsg(65536, socket.CMSG_SPACE(_TIMESPEC.size))
                     if _STAMP.unpack_from(data)[0] == seq:
-                        out.append(got - sent)
+                        out.append(_received_at(ancillary) - sent)
                         break
             except socket.timeout:
                 pass
