@@ -28,6 +28,8 @@ def serial_group(item: pytest.Item) -> str | None:
     """
     if not (item.get_closest_marker("netns") or item.get_closest_marker("bmv2")):
         return None
+    if os.environ.get("P4HANDOFF_TEST_GROUPS") == "one":     # all of them one after another (docs/testing.md)
+        return NETNS_GROUP
     if item.get_closest_marker("mininet"):
         return MININET_GROUP
     return PTF_GROUP if item.path.name == "test_ptf.py" else NETNS_GROUP
