@@ -102,7 +102,8 @@ import pytest
 @pytest.mark.bmv2
 @pytest.mark.parametrize("n", range(3))
 def test_ptf(n):
-    assert os.nice(0) == int(os.environ["BASE_NICE"])
+    base = int(os.environ["BASE_NICE"])
+    assert os.nice(0) == (base - 5 if os.geteuid() == 0 and os.environ.get("P4HANDOFF_TEST_GROUPS") != "one" else base)
 """
 
 
