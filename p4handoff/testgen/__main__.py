@@ -31,7 +31,6 @@ V1MODEL_P4 = ROOT / "p4src" / "v1model" / "bs.p4"
 TNA_P4 = ROOT / "p4src" / "tna" / "bs_tna.p4"
 P4INFO, BMV2_JSON = BUILD / "bs.p4info.txtpb", BUILD / "bs.json"
 DATA_PORTS = "1:8"          # data ports P4Testgen may use (the replay makes a veth for each)
-TNA_CPU_PORTS = {"tofino": 64, "tofino2": 0}
 # docs/testgen.md: the TNA program with valid checksums assumed (P4Testgen models Checksum.verify() as taint)
 TESTGEN_DEFINE = "BS_TESTGEN_CHECKSUMS_VALID"
 # docs/testgen.md, "What P4Testgen cannot measure": BMv2 here is built without logging macros
@@ -120,7 +119,7 @@ def run_bmv2(args: argparse.Namespace) -> int:
 def run_tofino(target_name: str, args: argparse.Namespace) -> int:
     target = {"tofino": tool.TOFINO, "tofino2": tool.TOFINO2}[target_name]
     out = BUILD / "testgen" / target_name
-    tna_cpu = TNA_CPU_PORTS[target_name]
+    tna_cpu = tool.TESTGEN_TNA_CPU_PORT
     cpu, _, out_bytes = switch_settings()
     target = tool.Target(target.name, target.arch, target.backend, (*target.defines, TESTGEN_DEFINE))
     report, tna_tests = generate(target, TNA_P4, out, args, f"{DATA_PORTS},{tna_cpu}:{tna_cpu}")

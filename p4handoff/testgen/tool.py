@@ -30,9 +30,13 @@ class Target:
     defines: tuple[str, ...] = ()
 
 
+# The TNA CPU port is a build constant (docs/tofino.md, difference 11). P4Testgen's Tofino STF back end only
+# uses ports below 64 (pipe 0; targets/tofino/shared_program_info.cpp, getBackendConstraint), so the default
+# 64 would make every punt and packet-out path untestable: the harness builds with port 9 (data ports 1..8).
+TESTGEN_TNA_CPU_PORT = 9
 BMV2 = Target("bmv2", "v1model", "PROTOBUF")
-TOFINO = Target("tofino", "tna", "STF", ("TNA_CPU_PORT=64",))
-TOFINO2 = Target("tofino2", "t2na", "STF", ("TNA_CPU_PORT=0",))
+TOFINO = Target("tofino", "tna", "STF", (f"TNA_CPU_PORT={TESTGEN_TNA_CPU_PORT}",))
+TOFINO2 = Target("tofino2", "t2na", "STF", (f"TNA_CPU_PORT={TESTGEN_TNA_CPU_PORT}",))
 
 
 @dataclass
