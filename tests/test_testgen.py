@@ -331,3 +331,46 @@ def test_replay_rig_forwards_drops_and_answers_through_the_cpu_port(tmp_path: Pa
             rig.send(test.port, test.packet)
             verdicts[test.name] = judge(test, rig.collect())
     assert all(v.ok for v in verdicts.values()), verdicts
+
+
+@pytest.mark.slow
+@pytest.mark.bmv2
+@pytest.mark.netns
+def test_differential_replay_of_tna_form_tests_on_bmv2(tmp_path: Path) -> None:
+    """differential.compare with tests in the TNA STF form, written by hand as P4Testgen would for bs_tna.p4
+    (CPU port 9, checksums assumed valid, output checksums don't-care): a routed packet agrees; a probe
+    answered with the TNA CPU port in packet_in.ingress_port is difference 11; a datagram longer than its
+    frame, which TNA forwards, is difference 5; a red_pa_gap write is not replayed."""
+    from p4handoff import netns
+    from p4handoff.bmv2 import bmv2_available
+    from p4handoff.testgen.__main__ import BMV2_JSON, P4INFO, switch_settings
+    ok, why = bmv2_available()
+    for reason in (None if ok else why, netns.unavailable_reason(),
+                   None if BMV2_JSON.exists() else "build/bs.json not built (make build)"):
+        if reason:
+            pytest.skip(reason)
+    cpu, queues, out_bytes = switch_settings()
+    route = ("add ipv4_fwd 1 dst_addr:0b000010100000000000000010******** "
+             "deliver(port:0x002,src_mac:0x02000000FE02,dst_mac:0x020000000002)\n")
+    eth_in, eth_out = "020000000001020000000099" "0800", "020000000002" "02000000FE02" "0800"
+    ip_in = "45000028000100004011" "0000" "0A0001010A000202"          # checksum 0: TNA assumed it valid
+    ip_out = "4500002800010000 3F11 ****0A0001010A000202".replace(" ", "")
+    udp = "1234" "5678" "0014" "0000" + "00" * 12
+    probe = bytes([2 >> 1, ((2 & 1) << 7) | (1 << 4)]).hex() + eth_in + ip_in + udp
+    probe_in = join_header(PACKET_IN, {"ingress_port": 9, "reason": 4}, bytes([0, 2, 255, 0])).hex()
+    long_ip_in = "450000C8000100004011" "0000" "0A0001010A000202"    # total length 200 in a 54-byte frame
+    long_ip_out = "450000C800010000 3F11 ****0A0001010A000202".replace(" ", "")
+    tna = {
+        "routed": route + f"packet 1 {eth_in}{ip_in}{udp}\nexpect 2 {eth_out}{ip_out}{udp}$\n",
+        "probe": f"packet 9 {probe}\nexpect 9 {probe_in}{'*' * 40}{eth_in}{ip_in[:20]}****{ip_in[24:]}{udp}$\n",
+        "longer": route + f"packet 1 {eth_in}{long_ip_in}{udp}\nexpect 2 {eth_out}{long_ip_out}{udp}$\n",
+        "gap": "add red_pa_gap 1 rnd:0b0******** set_min_count(count:0x1)\n" + f"packet 1 {eth_in}{ip_in}{udp}\n",
+    }
+    tests = [cases.parse_stf(text, name) for name, text in tna.items()]
+    bmv2 = differential.Bmv2Side(P4INFO, BMV2_JSON, cpu, queues, out_bytes)
+    comparisons, not_replayed = differential.compare(tests, bmv2, 9, tmp_path, range(1, 3))
+    by_name = {c.name: c for c in comparisons}
+    assert by_name["routed"].agree, by_name["routed"]
+    assert (by_name["probe"].agree, by_name["probe"].difference) == (False, 11), by_name["probe"]
+    assert (by_name["longer"].agree, by_name["longer"].difference) == (False, 5), by_name["longer"]
+    assert [name for name, _ in not_replayed] == ["gap"] and "red_pa_gap" in not_replayed[0][1]

@@ -14,23 +14,22 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Sequence
 
 from p4handoff import netns
 from p4handoff.bmv2 import bmv2_available
 from p4handoff.controller.p4runtime.entities import UpdateType
-from p4handoff.controller.p4runtime.p4info import P4Info
 from p4handoff.wire import load_constants
 
 from . import cases, differential, tool
-from .replay import Bmv2Replay, Observed, judge
+from .replay import judge, replay_tests
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build"
 V1MODEL_P4 = ROOT / "p4src" / "v1model" / "bs.p4"
 TNA_P4 = ROOT / "p4src" / "tna" / "bs_tna.p4"
 P4INFO, BMV2_JSON = BUILD / "bs.p4info.txtpb", BUILD / "bs.json"
-DATA_PORTS = "1:8"          # data ports P4Testgen may use (the replay makes a veth for each)
+DATA_PORT_RANGE = "1:8"     # data ports P4Testgen may send to (the replay makes a veth for each)
+DATA_PORTS = range(1, 9)
 # docs/testgen.md: the TNA program with valid checksums assumed (P4Testgen models Checksum.verify() as taint)
 TESTGEN_DEFINE = "BS_TESTGEN_CHECKSUMS_VALID"
 # docs/testgen.md, "What P4Testgen cannot measure": BMv2 here is built without logging macros
@@ -63,26 +62,6 @@ def generate(target: tool.Target, program: Path, out: Path, args: argparse.Names
     return report, cases.load_dir(out)
 
 
-def replay_all(tests: list[cases.GeneratedTest], work: Path, extra_ports: set[int],
-               writes_of: Callable[[cases.GeneratedTest], Sequence[tuple[UpdateType, Any]]]) -> list[tuple[cases.GeneratedTest, Observed | str]]:
-    """Each test's observation on BMv2 (or why it could not be replayed), one fresh pipeline per test."""
-    cpu, queues, _ = switch_settings()
-    ports = {t.port for t in tests} | {t.expected.port for t in tests if t.expected} | extra_ports
-    ports = {p for p in ports if p != cpu and 0 <= p < 511}
-    results: list[tuple[cases.GeneratedTest, Observed | str]] = []
-    with netns.Sandbox("tg") as lab, Bmv2Replay(lab, P4INFO, BMV2_JSON, ports, work, cpu, queues) as rig:
-        for test in tests:
-            try:
-                rig.install(writes_of(test))
-                rig.drain()
-                rig.send(test.port, test.packet)
-            except (ValueError, differential.Untranslatable, RuntimeError) as exc:
-                results.append((test, f"not replayed: {exc}"))
-                continue
-            results.append((test, rig.collect()))
-    return results
-
-
 def print_coverage(prefix: str, report: tool.Report, out: Path) -> None:
     cov = report.coverage
     print(f"{prefix}_statement_coverage: " + (f"{cov:.3f} ({report.covered}/{report.coverable})" if cov is not None
@@ -97,10 +76,12 @@ def print_coverage(prefix: str, report: tool.Report, out: Path) -> None:
 def run_bmv2(args: argparse.Namespace) -> int:
     out = BUILD / "testgen" / "bmv2"
     cpu, _, _ = switch_settings()
-    report, tests = generate(tool.BMV2, V1MODEL_P4, out, args, f"{DATA_PORTS},{cpu}:{cpu}")
-    results = replay_all(tests, out, set(), lambda t: [(UpdateType.INSERT, e) for e in t.entities])
+    report, tests = generate(tool.BMV2, V1MODEL_P4, out, args, f"{DATA_PORT_RANGE},{cpu}:{cpu}")
+    cpu, queues, _ = switch_settings()
+    results = replay_tests(tests, lambda t: [(UpdateType.INSERT, e) for e in t.entities], p4info=P4INFO,
+                           bmv2_json=BMV2_JSON, work_dir=out, cpu_port=cpu, priority_queues=queues, ports=DATA_PORTS)
     failed: list[dict[str, str]] = []
-    for test, obs in results:
+    for test, obs in zip(tests, results):
         why = obs if isinstance(obs, str) else (None if (verdict := judge(test, obs)).ok else verdict.why)
         if why is not None:
             failed.append({"test": test.name, "why": why})
@@ -120,18 +101,11 @@ def run_tofino(target_name: str, args: argparse.Namespace) -> int:
     target = {"tofino": tool.TOFINO, "tofino2": tool.TOFINO2}[target_name]
     out = BUILD / "testgen" / target_name
     tna_cpu = tool.TESTGEN_TNA_CPU_PORT
-    cpu, _, out_bytes = switch_settings()
+    cpu, queues, out_bytes = switch_settings()
     target = tool.Target(target.name, target.arch, target.backend, (*target.defines, TESTGEN_DEFINE))
-    report, tna_tests = generate(target, TNA_P4, out, args, f"{DATA_PORTS},{tna_cpu}:{tna_cpu}")
-    p4info = P4Info.load(P4INFO)
-    tests = [differential.bmv2_test(t, tna_cpu, cpu, out_bytes) for t in tna_tests]
-    results = replay_all(tests, out, {tna_cpu}, lambda t: [differential.translate(p4info, w) for w in t.writes])
-    comparisons, untranslated = [], []
-    for test, obs in results:
-        if isinstance(obs, str):
-            untranslated.append((test.name, obs))
-        else:
-            comparisons.append(differential.classify(test, obs, tna_cpu, cpu, out_bytes))
+    report, tna_tests = generate(target, TNA_P4, out, args, f"{DATA_PORT_RANGE},{tna_cpu}:{tna_cpu}")
+    bmv2 = differential.Bmv2Side(P4INFO, BMV2_JSON, cpu, queues, out_bytes)
+    comparisons, untranslated = differential.compare(tna_tests, bmv2, tna_cpu, out, DATA_PORTS)
     p = target_name
     documented = [c for c in comparisons if not c.agree and c.difference is not None]
     undocumented = [c for c in comparisons if not c.agree and c.difference is None]

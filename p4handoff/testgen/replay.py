@@ -17,17 +17,18 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from p4handoff import netns
 from p4handoff.bmv2 import Bmv2Switch, veth_port
-from p4handoff.controller.p4runtime import P4RuntimeClient
+from p4handoff.controller.p4runtime import P4RuntimeClient, P4RuntimeError
 from p4handoff.controller.p4runtime.entities import UpdateType
 from p4handoff.controller.p4runtime.p4info import P4Info
 
 from .cases import GeneratedTest
 
 ETH_P_ALL = 0x0003
+PORT_LIMIT = 511        # BMv2 ports are 0..510 (511 is its drop port)
 PACKET_OUTGOING = 4
 MIN_FRAME = 14          # AF_PACKET refuses a frame shorter than the Ethernet header
 FIRST_WAIT_S = 0.6      # how long to wait for the first output of a packet
@@ -174,3 +175,27 @@ class Bmv2Replay:
     def drain(self) -> None:
         """Forget anything still arriving (a previous test's stragglers)."""
         self.collect()
+
+
+Writes = Callable[[GeneratedTest], Sequence[tuple[UpdateType, Any]]]
+
+
+def replay_tests(tests: Sequence[GeneratedTest], writes_of: Writes, *, p4info: Path, bmv2_json: Path, work_dir: Path,
+                 cpu_port: int, priority_queues: int, ports: Iterable[int] = ()) -> list[Observed | str]:
+    """Each test's observation on one BMv2 switch, a fresh pipeline per test; a str says why a test could not
+    be replayed (a write the switch or the translation refused, a port BMv2 does not have, a short frame).
+    Every port a test names gets a veth, and so do `ports` (where an unexpected packet could appear)."""
+    wanted = set(ports) | {t.port for t in tests} | {t.expected.port for t in tests if t.expected}
+    with netns.Sandbox("tg") as lab, Bmv2Replay(lab, p4info, bmv2_json, {p for p in wanted if 0 <= p < PORT_LIMIT},
+                                                 work_dir, cpu_port, priority_queues) as rig:
+        results: list[Observed | str] = []
+        for test in tests:
+            try:
+                rig.install(writes_of(test))
+                rig.drain()
+                rig.send(test.port, test.packet)
+            except (ValueError, P4RuntimeError) as exc:   # Untranslatable is a ValueError
+                results.append(f"not replayed: {exc}")
+                continue
+            results.append(rig.collect())
+    return results
