@@ -106,7 +106,17 @@ def test_load_dir_orders_by_test_number(tmp_path: Path) -> None:
     for n in (10, 2, 1):
         (tmp_path / f"bs_{n}.stf").write_text(f"packet {n} 00112233445566778899aabbccdd\n")
     (tmp_path / "p4testgen.log").write_text("not a test")
-    assert [t.port for t in cases.load_dir(tmp_path)] == [1, 2, 10]
+    (tmp_path / "bs_3.stf").write_text("expect 1 00$\n")
+    tests, errors = cases.load_dir(tmp_path)
+    assert [t.port for t in tests] == [1, 2, 10]
+    assert errors == [("bs_3.stf", "bs_3.stf: no packet line")]
+
+
+def test_protobuf_traces_with_quotes_do_not_break_the_test() -> None:
+    """The PROTOBUF template writes traces between single quotes without escaping them."""
+    text = (DATA / "template-bmv2.txtpb").read_text().replace(
+        "traces: '[State] start'", "traces: '[Event]: it's \\ a trace'")
+    assert cases.parse_protobuf(text).traces == ["[Parser] V1Parser", "[Event]: it's \\ a trace"]
 
 
 # -- p4testgen's report -----------------------------------------------------------------------------
@@ -239,6 +249,10 @@ def test_tna_writes_translate_to_entries_the_v1model_p4info_accepts(v1model_p4in
     _, entry = differential.translate(v1model_p4info, aqm)
     assert entry.params == {"mode": 1, "profile": 0, "qlimit": 64, "dummy_th": 3, "min_th": 20 << 16,
                             "max_th": 60 << 16, "wq_shift": 4}
+    qualified = NamedWrite("TnaIngress.bs_ingress.port_role.port_role", "TnaIngress.set_port_role", {"role": 1},
+                           {"port": Match("exact", 3)})
+    assert differential.translate(v1model_p4info, qualified)[1] == TableEntry("port_role", {"port": 3},
+                                                                              "set_port_role", {"role": 1})
     with pytest.raises(differential.Untranslatable, match="red_pa_gap"):
         differential.translate(v1model_p4info, NamedWrite("red_pa_gap", "set_min_count", {"count": 1}))
 
@@ -262,8 +276,8 @@ def test_p4testgen_smoke_generates_readable_tests(target: tool.Target, program: 
         target = tool.Target(target.name, target.arch, target.backend, (*target.defines, "BS_TESTGEN_CHECKSUMS_VALID"))
     cmd = tool.command(target, ROOT / program, tmp_path, max_tests=3, seed=1, port_ranges="1:8")
     report = tool.run(cmd, tmp_path / "log", timeout=900)
-    tests = cases.load_dir(tmp_path)
-    assert report.tests == len(tests) >= 1, (tmp_path / "log").read_text()[-3000:]
+    tests, errors = cases.load_dir(tmp_path)
+    assert errors == [] and report.tests == len(tests) >= 1, (tmp_path / "log").read_text()[-3000:]
     assert report.coverage is not None and 0 < report.coverage <= 1
 
 

@@ -56,10 +56,11 @@ def switch_settings() -> tuple[int, int, int]:
 
 
 def generate(target: tool.Target, program: Path, out: Path, args: argparse.Namespace,
-             port_ranges: str) -> tuple[tool.Report, list[cases.GeneratedTest]]:
+             port_ranges: str) -> tuple[tool.Report, list[cases.GeneratedTest], list[tuple[str, str]]]:
+    """Run p4testgen; its report, the tests it wrote, and (file, why) of those that do not read."""
     cmd = tool.command(target, program, out, max_tests=args.max_tests, seed=args.seed, port_ranges=port_ranges)
     report = tool.run(cmd, out / "p4testgen.log", args.timeout)
-    return report, cases.load_dir(out)
+    return (report, *cases.load_dir(out))
 
 
 def print_coverage(prefix: str, report: tool.Report, out: Path) -> None:
@@ -76,17 +77,17 @@ def print_coverage(prefix: str, report: tool.Report, out: Path) -> None:
 def run_bmv2(args: argparse.Namespace) -> int:
     out = BUILD / "testgen" / "bmv2"
     cpu, _, _ = switch_settings()
-    report, tests = generate(tool.BMV2, V1MODEL_P4, out, args, f"{DATA_PORT_RANGE},{cpu}:{cpu}")
+    report, tests, unreadable = generate(tool.BMV2, V1MODEL_P4, out, args, f"{DATA_PORT_RANGE},{cpu}:{cpu}")
     cpu, queues, _ = switch_settings()
     results = replay_tests(tests, lambda t: [(UpdateType.INSERT, e) for e in t.entities], p4info=P4INFO,
                            bmv2_json=BMV2_JSON, work_dir=out, cpu_port=cpu, priority_queues=queues, ports=DATA_PORTS)
-    failed: list[dict[str, str]] = []
+    failed = [{"test": name, "why": f"unreadable: {why}"} for name, why in unreadable]
     for test, obs in zip(tests, results):
         why = obs if isinstance(obs, str) else (None if (verdict := judge(test, obs)).ok else verdict.why)
         if why is not None:
             failed.append({"test": test.name, "why": why})
-    print(f"testgen_tests: {len(tests)}")
-    print(f"testgen_passed: {len(tests) - len(failed)}")
+    print(f"testgen_tests: {len(tests) + len(unreadable)}")
+    print(f"testgen_passed: {len(tests) + len(unreadable) - len(failed)}")
     print(f"testgen_failed: {len(failed)}")
     for f in failed:
         print(f"  FAIL {f['test']}: {f['why'][:300]}")
@@ -103,13 +104,14 @@ def run_tofino(target_name: str, args: argparse.Namespace) -> int:
     tna_cpu = tool.TESTGEN_TNA_CPU_PORT
     cpu, queues, out_bytes = switch_settings()
     target = tool.Target(target.name, target.arch, target.backend, (*target.defines, TESTGEN_DEFINE))
-    report, tna_tests = generate(target, TNA_P4, out, args, f"{DATA_PORT_RANGE},{tna_cpu}:{tna_cpu}")
+    report, tna_tests, unreadable = generate(target, TNA_P4, out, args, f"{DATA_PORT_RANGE},{tna_cpu}:{tna_cpu}")
     bmv2 = differential.Bmv2Side(P4INFO, BMV2_JSON, cpu, queues, out_bytes)
     comparisons, untranslated = differential.compare(tna_tests, bmv2, tna_cpu, out, DATA_PORTS)
+    untranslated += [(name, f"unreadable: {why}") for name, why in unreadable]
     p = target_name
     documented = [c for c in comparisons if not c.agree and c.difference is not None]
     undocumented = [c for c in comparisons if not c.agree and c.difference is None]
-    print(f"{p}_tests: {len(tna_tests)}")
+    print(f"{p}_tests: {len(tna_tests) + len(unreadable)}")
     print(f"{p}_agree: {sum(c.agree for c in comparisons)}")
     print(f"{p}_documented_differences: {len(documented)}")
     for number, n in sorted(Counter(c.difference for c in documented if c.difference is not None).items()):

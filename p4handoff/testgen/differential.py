@@ -84,18 +84,26 @@ def _match_value(p4info: P4Info, table: Any, key: str, m: Match) -> Any:
     raise Untranslatable(f"{key}: match kind {mf.match_type} is not written by P4Testgen's STF back end")
 
 
+def _lookup(find: Any, name: str, kind: str) -> Any:
+    """A P4Info object by the control-plane name P4Testgen wrote: as it is, or (a name qualified by its
+    controls) by its last component, which is what our global `@name(".x")` names are."""
+    for candidate in (name.lstrip("."), name.rsplit(".", 1)[-1]):
+        try:
+            return find(candidate)
+        except P4InfoError:
+            continue
+    raise Untranslatable(f"{kind} {name!r} has no v1model counterpart")
+
+
 def translate(p4info: P4Info, write: NamedWrite, queues: TnaQueues = TnaQueues()) -> tuple[UpdateType, TableEntry]:
     """One TNA table write as the v1model write the controller would make for the same intent."""
-    name = write.table.lstrip(".")
-    try:
-        table = p4info.table(name)
-    except P4InfoError:
-        raise Untranslatable(f"table {write.table!r} has no v1model counterpart") from None
+    table = _lookup(p4info.table, write.table, "table")
+    name = table.preamble.name
     params = dict(write.params)
     if name == "aqm_port":
         c = queues.cells_per_packet
         params.update({k: params[k] // c for k in CELL_PARAMS if k in params})
-    action = write.action.lstrip(".")
+    action = _lookup(p4info.action, write.action, "action").preamble.name
     if write.is_default:
         return UpdateType.MODIFY, TableEntry(name, {}, action, params, is_default=True)
     match = {key: _match_value(p4info, table, key, m) for key, m in write.match.items()}
