@@ -297,6 +297,22 @@ def test_make_testgen_smoke_passes_on_bmv2() -> None:
     assert "testgen_failed: 0" in done.stdout and "testgen_statement_coverage:" in done.stdout
 
 
+@pytest.mark.slow
+@pytest.mark.bmv2
+@pytest.mark.netns
+def test_make_testgen_tofino_smoke_has_no_undocumented_difference() -> None:
+    """`python -m p4handoff.testgen tofino` with a few tests: each agrees or is a documented difference."""
+    _need_p4testgen("make testgen-tofino smoke (tofino, 5 tests replayed through bs.p4)")
+    from p4handoff.testgen.__main__ import missing
+    reason = missing()
+    if reason:
+        pytest.skip(reason)
+    done = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "p4handoff.testgen", "tofino",
+                           "--max-tests", "5"], capture_output=True, text=True, timeout=1800, cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "tofino_undocumented: 0" in done.stdout and "tofino_statement_coverage:" in done.stdout
+
+
 # -- the replay rig on BMv2, with tests written by hand in the generated form --------------------------
 
 @pytest.mark.slow
