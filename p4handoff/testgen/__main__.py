@@ -76,9 +76,8 @@ def print_coverage(prefix: str, report: tool.Report, out: Path) -> None:
 
 def run_bmv2(args: argparse.Namespace) -> int:
     out = BUILD / "testgen" / "bmv2"
-    cpu, _, _ = switch_settings()
-    report, tests, unreadable = generate(tool.BMV2, V1MODEL_P4, out, args, f"{DATA_PORT_RANGE},{cpu}:{cpu}")
     cpu, queues, _ = switch_settings()
+    report, tests, unreadable = generate(tool.BMV2, V1MODEL_P4, out, args, f"{DATA_PORT_RANGE},{cpu}:{cpu}")
     results = replay_tests(tests, lambda t: [(UpdateType.INSERT, e) for e in t.entities], p4info=P4INFO,
                            bmv2_json=BMV2_JSON, work_dir=out, cpu_port=cpu, priority_queues=queues, ports=DATA_PORTS)
     failed = [{"test": name, "why": f"unreadable: {why}"} for name, why in unreadable]
