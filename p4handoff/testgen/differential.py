@@ -26,6 +26,7 @@ from p4handoff.controller.p4runtime import TableEntry
 from p4handoff.controller.p4runtime.entities import MatchType, UpdateType
 from p4handoff.controller.p4runtime.p4info import P4Info, P4InfoError
 from p4handoff.controller.tofino import TnaQueues
+from p4handoff.wire import ETHERTYPE_IPV4, IP_PROTO_IPIP
 
 from .cases import GeneratedTest, Match, NamedWrite
 from .replay import Observed, judge, replay_tests
@@ -33,8 +34,6 @@ from .replay import Observed, judge, replay_tests
 # aqm_port parameters the TNA program takes in cells (controller.tofino.scale_port)
 CELL_PARAMS = ("qlimit", "dummy_th", "min_th", "max_th")
 ETH_HEADER = 14
-ETHERTYPE_IPV4 = 0x0800
-IP_PROTO_IPIP = 4
 PRIORITY_KINDS = (MatchType.TERNARY, MatchType.RANGE, MatchType.OPTIONAL)
 
 # docs/tofino.md, "Semantic differences from the BMv2 program", by number
