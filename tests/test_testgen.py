@@ -266,6 +266,7 @@ def _need_p4testgen(what: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)
 @pytest.mark.parametrize("target, program", [(tool.BMV2, "p4src/v1model/bs.p4"),
                                              (tool.TOFINO, "p4src/tna/bs_tna.p4"),
                                              (tool.TOFINO2, "p4src/tna/bs_tna.p4")])
@@ -282,6 +283,7 @@ def test_p4testgen_smoke_generates_readable_tests(target: tool.Target, program: 
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1900)
 @pytest.mark.bmv2
 @pytest.mark.netns
 def test_make_testgen_smoke_passes_on_bmv2() -> None:
@@ -298,6 +300,7 @@ def test_make_testgen_smoke_passes_on_bmv2() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1900)
 @pytest.mark.bmv2
 @pytest.mark.netns
 def test_make_testgen_tofino_smoke_has_no_undocumented_difference() -> None:
