@@ -1,8 +1,9 @@
 """P4Testgen harness (p4handoff.testgen, docs/testgen.md): reading what P4Testgen writes, its report, the
 replay's packet codecs, the Tofino-to-v1model translation and the classification of disagreements.
 
-Sample files (tests/testgen_data/): `p4c-testdata-invalid-hdr-warnings3-bmv2.stf` is real P4Testgen
-output, verbatim from p4c's own test data (p4lang/p4c 6b7ec98e, testdata/p4_16_samples/); p4c holds no
+Sample files: real P4Testgen output is read from p4c's own test data
+(testdata/p4_16_samples/invalid-hdr-warnings3-bmv2.stf) in the checkout `make toolchain` keeps in its
+build directory, never copied here (their files stay out of the repository); p4c holds no
 generated file with table writes or of the PROTOBUF back end, so `template-tofino.stf` and
 `template-bmv2.txtpb` are written by hand, line by line after the back ends' templates
 (backends/p4tools/modules/testgen/targets/tofino/test_backend/stf.cpp and
@@ -13,6 +14,7 @@ skips by name with the reason where p4testgen, BMv2, root or the compiled progra
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -35,8 +37,18 @@ PACKET_IN = [("ingress_port", 9), ("reason", 8), ("_pad", 7)]
 
 # -- reading generated tests ----------------------------------------------------------------------
 
+def _p4c_sample(name: str) -> Path:
+    """A file of p4c's testdata/p4_16_samples in the toolchain's checkout (scripts/toolchain.sh's build dir)."""
+    default = "/var/cache/p4handoff/toolchain" if os.geteuid() == 0 else str(Path.home() / ".cache/p4handoff/toolchain")
+    src = Path(os.environ.get("P4HANDOFF_TOOLCHAIN_DIR", default)) / "src"
+    for tree in ("p4c", "p4c-tofino"):
+        if (path := src / tree / "testdata" / "p4_16_samples" / name).is_file():
+            return path
+    pytest.skip(f"p4c's testdata/p4_16_samples/{name}: no p4c checkout under {src} (make toolchain keeps one)")
+
+
 def test_reads_p4cs_own_generated_stf() -> None:
-    test = cases.load(DATA / "p4c-testdata-invalid-hdr-warnings3-bmv2.stf")
+    test = cases.load(_p4c_sample("invalid-hdr-warnings3-bmv2.stf"))
     assert (test.port, len(test.packet)) == (0, 253)
     assert test.packet.startswith(bytes.fromhex("00000000f802aaff"))
     assert test.expected is not None and test.expected.port == 0
