@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 from p4handoff import netns
+from p4handoff.argtypes import real_number, whole_number
 from p4handoff.bmv2 import bmv2_available
 from p4handoff.controller.p4runtime.entities import UpdateType
 from p4handoff.wire import load_constants
@@ -132,9 +133,9 @@ def run_tofino(target_name: str, args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m p4handoff.testgen", description=__doc__.splitlines()[0])
     parser.add_argument("targets", nargs="+", choices=["bmv2", "tofino", "tofino2"])
-    parser.add_argument("--max-tests", type=int, default=200, help="p4testgen --max-tests (0: until no path is left)")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds for one p4testgen run")
+    parser.add_argument("--max-tests", type=whole_number(0), default=200, help="p4testgen --max-tests (0: until no path is left)")
+    parser.add_argument("--seed", type=whole_number(0), default=1)
+    parser.add_argument("--timeout", type=real_number(0, above=True), default=3600.0, help="seconds for one p4testgen run")
     args = parser.parse_args(argv)
     reason = missing()
     if reason:
