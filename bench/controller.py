@@ -33,6 +33,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
+from p4handoff.argtypes import whole_number  # noqa: E402
 from p4handoff.controller.p4runtime import P4Info, TableEntry, UpdateType  # noqa: E402
 from p4handoff.controller.p4runtime._protos import p4runtime_pb2  # noqa: E402
 from p4handoff.controller.p4runtime.client import write_request  # noqa: E402
@@ -153,9 +154,9 @@ def p4rt_codec_ms(p4info_path: Path, entries: int = 100, rounds: int = 50) -> tu
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--handoffs", type=int, default=100)
-    ap.add_argument("--mobiles", type=int, default=1000)
-    ap.add_argument("--movers", type=int, default=200)
+    ap.add_argument("--handoffs", type=whole_number(1), default=100)
+    ap.add_argument("--mobiles", type=whole_number(1), default=1000)
+    ap.add_argument("--movers", type=whole_number(1), default=200)
     ap.add_argument("--smoke", action="store_true", help="3 handoffs, 20 MHs, 10 movers (tests)")
     args = ap.parse_args()
     if args.smoke:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+from p4handoff.argtypes import real_number, whole_number  # noqa: E402
 from p4handoff import netns  # noqa: E402
 
 SENDER, RECEIVER, PORT = "10.0.9.1", "10.0.9.2", 5001
@@ -91,8 +92,8 @@ def kernel(a: netns.Namespace, b: netns.Namespace, seconds: float) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mtu", type=int, default=9000, help="veth MTU for both runs (default 9000)")
-    parser.add_argument("--seconds", type=float, default=3.0, help="length of each run (default 3)")
+    parser.add_argument("--mtu", type=whole_number(68), default=9000, help="veth MTU for both runs (default 9000)")
+    parser.add_argument("--seconds", type=real_number(0, above=True), default=3.0, help="length of each run (default 3)")
     parser.add_argument("--scheme", default="newreno", help="our sender's scheme (default newreno)")
     parser.add_argument("--smoke", action="store_true", help="half-second runs (tests)")
     args = parser.parse_args()

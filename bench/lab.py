@@ -21,6 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+from p4handoff.argtypes import whole_number  # noqa: E402
 from p4handoff.netns import unavailable_reason  # noqa: E402
 from p4handoff.topo.emulator.measure import UDP_IP_OVERHEAD, EmulatedPath  # noqa: E402
 
@@ -65,7 +66,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two rates and two delays only")
     parser.add_argument("--smoke", action="store_true", help="the simulator's smoke mode, one rate and delay (tests)")
-    parser.add_argument("--realtime", type=int, default=10, metavar="PRIO",
+    parser.add_argument("--realtime", type=whole_number(0), default=10, metavar="PRIO",
                         help="SCHED_FIFO priority of the emulator, as the lab runs it (0: normal scheduling)")
     args = parser.parse_args()
     print(sim_speed(args.smoke), flush=True)

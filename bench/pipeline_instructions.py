@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 import bmv2_bench as harness
+from p4handoff.argtypes import whole_number
 from p4handoff.bmv2 import Bmv2Switch
 from p4handoff.wire import load_constants
 
@@ -115,7 +116,7 @@ def inside(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--packets", type=int, default=1000)
+    parser.add_argument("--packets", type=whole_number(1), default=1000)
     parser.add_argument("--smoke", action="store_true", help="20 packets (tests)")
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--minimal-p4info", help=argparse.SUPPRESS)

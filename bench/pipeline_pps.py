@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 from bmv2_bench import BENCH_BUILD, PROGRAMS, bench_frame, program_switch, run_inside, rx_packets
+from p4handoff.argtypes import real_number, whole_number
 from p4handoff import netns
 from p4handoff.bmv2 import Bmv2Switch
 from p4handoff.wire import load_constants
@@ -128,10 +129,10 @@ def inside(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--offered", type=float, default=150_000, help="offered load, packets/s")
-    parser.add_argument("--warmup", type=float, default=1.0, help="seconds before counting")
-    parser.add_argument("--window", type=float, default=3.0, help="seconds counted")
+    parser.add_argument("--rounds", type=whole_number(1), default=5)
+    parser.add_argument("--offered", type=real_number(0, above=True), default=150_000, help="offered load, packets/s")
+    parser.add_argument("--warmup", type=real_number(0), default=1.0, help="seconds before counting")
+    parser.add_argument("--window", type=real_number(0, above=True), default=3.0, help="seconds counted")
     parser.add_argument("--smoke", action="store_true", help="one short round (tests)")
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--minimal-p4info", help=argparse.SUPPRESS)

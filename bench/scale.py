@@ -24,6 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+from p4handoff.argtypes import whole_number  # noqa: E402
 from p4handoff.lab.execute import cpu_count  # noqa: E402
 
 DEFAULT_SCENARIO = ROOT / "traces" / "vh-wlan-to-3g-buffers.yaml"   # 3 schemes × 10 points, 60 s each
@@ -48,7 +49,7 @@ def sweep(scenario: Path, jobs: int, results: Path, extra: list[str]) -> tuple[f
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", type=Path, default=DEFAULT_SCENARIO)
-    parser.add_argument("--jobs", type=int, default=cpu_count(), help="the parallel run's workers (default: cores)")
+    parser.add_argument("--jobs", type=whole_number(1), default=cpu_count(), help="the parallel run's workers (default: cores)")
     parser.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", help="passed to p4handoff run")
     parser.add_argument("--no-plots", action="store_true", help="time the runs and report only")
     parser.add_argument("--smoke", action="store_true", help="a 7-run sweep of 1 s runs (tests)")

@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from p4handoff.argtypes import whole_number
 from p4handoff import speedups
 from p4handoff.lab import sim_backend
 from p4handoff.scenario.loader import load
@@ -72,7 +73,7 @@ def ns2(seconds: float) -> tuple[float, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3, help="rounds; the fastest of each counts")
+    parser.add_argument("--repeat", type=whole_number(1), default=3, help="rounds; the fastest of each counts")
     parser.add_argument("--smoke", action="store_true", help=f"one round of {SMOKE_SECONDS:.0f} simulated s (tests)")
     parser.add_argument("--profile", action="store_true", help="print the top functions of one K = 4 run")
     args = parser.parse_args()

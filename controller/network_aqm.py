@@ -13,6 +13,7 @@ from typing import Annotated, Any, Self
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic.functional_validators import ModelWrapValidatorHandler
 
+from p4handoff.aqm_fields import RED_KEYS, WQ_SHIFTS, nearest_wq_shift
 from p4handoff.controller.aqm_tables import AqmError, PortAqm, RedParams
 from p4handoff.docmodel import Checked, DocModel, Problem, fail, hidden_default, real, validate_all, whole
 from p4handoff.wire import AQM_MODES as WIRE_AQM_MODES
@@ -20,7 +21,6 @@ from p4handoff.wire import QUEUE_MAX
 
 AQM_MODES = tuple(WIRE_AQM_MODES)     # droptail, red, mred: the one spelling (p4src AQM_MODE_*)
 RENAMED_AQM_MODES = {"drop-tail": "droptail"}   # refused with the new spelling (docs/controller.md)
-RED_KEYS = ("min_th", "max_th", "max_p", "w_q")   # required by red/mred, refused (with mean_pkt_time_us) on droptail
 
 
 def _aqm_mode(value: Any) -> str:
@@ -35,16 +35,15 @@ def _aqm_mode(value: Any) -> str:
 def _w_q(value: Any) -> float:
     """w_q must be 2**-k (shift-only EWMA, Tofino-portable)."""
     w = real(0.0, 0.5, lo_open=True).check(value)
-    k = -math.log2(w)
-    if abs(k - round(k)) > 1e-9 or not 1 <= round(k) <= 16:
-        nearest = min(range(1, 17), key=lambda n: abs(2.0 ** -n - w))
-        raise ValueError(f"{value} is not a power of two 2**-k (k in 1..16); nearest: {2.0 ** -nearest!r} "
-                         f"(2**-{nearest})")
-    return 2.0 ** -round(k)
+    k = nearest_wq_shift(w)
+    if abs(2.0 ** -k - w) > 1e-9 * w:
+        raise ValueError(f"{value} is not a power of two 2**-k (k in {WQ_SHIFTS.start}..{WQ_SHIFTS.stop - 1}); "
+                         f"nearest: {2.0 ** -k!r} (2**-{k})")
+    return 2.0 ** -k
 
 
 AqmMode = Annotated[str, Checked(_aqm_mode, {"enum": list(AQM_MODES)})]
-PowerOfTwo = Annotated[float, Checked(_w_q, {"enum": [2.0 ** -k for k in range(1, 17)]})]
+PowerOfTwo = Annotated[float, Checked(_w_q, {"enum": [2.0 ** -k for k in WQ_SHIFTS]})]
 QueueLength = Annotated[int, whole(0, QUEUE_MAX)]
 
 

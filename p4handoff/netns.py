@@ -7,10 +7,10 @@ MTU and offloads, run commands and long-lived processes inside, and remove
 all of it afterwards even when a test fails. `Sandbox` does exactly that; every
 wait has a timeout and every process it starts is stopped by its own id.
 
-    with Sandbox("demo") as lab:
-        a, b = lab.namespace("a"), lab.namespace("b")
-        link = lab.veth(a, b, "10.0.0.1/24", "10.0.0.2/24", mtu=9000)
-        server = lab.start(b, ["python3", "-m", "http.server", "8000"])
+    with Sandbox("demo") as sandbox:
+        a, b = sandbox.namespace("a"), sandbox.namespace("b")
+        link = sandbox.veth(a, b, "10.0.0.1/24", "10.0.0.2/24", mtu=9000)
+        server = sandbox.start(b, ["python3", "-m", "http.server", "8000"])
         a.run(["curl", "-s", "http://10.0.0.2:8000/"], timeout=5)
 
 Names are `p4h-<pid>-<tag><n>`; veth ends are created directly inside their

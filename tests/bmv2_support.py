@@ -32,7 +32,7 @@ BMV2_NETNS_MARKS = [
 _lab_ok, _lab_why = mininet.available()
 # the Mininet lab (p4handoff/lab/mininet/backend.py): root, BMv2, Mininet, the compiled program
 LAB_MARKS = [
-    pytest.mark.bmv2, pytest.mark.netns, pytest.mark.slow,
+    pytest.mark.bmv2, pytest.mark.netns, pytest.mark.mininet, pytest.mark.slow,
     pytest.mark.skipif(not _lab_ok, reason=f"lab backend unavailable: {_lab_why}"),
     pytest.mark.skipif(_netns_why is not None, reason=f"netns: {_netns_why}"),
 ]

@@ -29,15 +29,15 @@ CLI_TIMEOUT = 60.0
 class Path2:
     """Sender namespace `a` and receiver namespace `b` joined by one veth pair."""
 
-    lab: netns.Sandbox
+    sandbox: netns.Sandbox
     a: netns.Namespace
     b: netns.Namespace
     link: netns.Veth
 
 
-def make_path(lab: netns.Sandbox, mtu: int = 1500) -> Path2:
-    a, b = lab.namespace("snd"), lab.namespace("rcv")
-    return Path2(lab, a, b, lab.veth(a, b, SENDER + "/24", RECEIVER + "/24", mtu=mtu))
+def make_path(sandbox: netns.Sandbox, mtu: int = 1500) -> Path2:
+    a, b = sandbox.namespace("snd"), sandbox.namespace("rcv")
+    return Path2(sandbox, a, b, sandbox.veth(a, b, SENDER + "/24", RECEIVER + "/24", mtu=mtu))
 
 
 def cli(*args: str) -> list[str]:
@@ -61,7 +61,7 @@ class OurReceiver:
     def __init__(self, path: Path2, *args: str) -> None:
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         self.path = path
-        self.proc = path.lab.start(path.b, cli("recv", "--timeout", "60", *args), stdout=subprocess.PIPE,
+        self.proc = path.sandbox.start(path.b, cli("recv", "--timeout", "60", *args), stdout=subprocess.PIPE,
                                    env=env, cwd=ROOT)
         line = _readline(self.proc, 20.0)
         if not line.startswith(b"listening:"):
@@ -77,7 +77,7 @@ class OurSender:
     def __init__(self, path: Path2, *args: str) -> None:
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         self.path = path
-        self.proc = path.lab.start(path.a, cli("send", "--to", RECEIVER, "--time-wait", "0.2", *args),
+        self.proc = path.sandbox.start(path.a, cli("send", "--to", RECEIVER, "--time-wait", "0.2", *args),
                                    stdout=subprocess.PIPE, env=env, cwd=ROOT)
 
     def running(self) -> bool:
@@ -90,7 +90,7 @@ class OurSender:
 def _report(path: Path2, proc: subprocess.Popen, timeout: float) -> dict[str, str]:
     """Wait for a host process, insist it succeeded, parse its report."""
     out, err = proc.communicate(timeout=timeout)
-    path.lab.processes.remove(proc)
+    path.sandbox.processes.remove(proc)
     assert proc.returncode == 0, err.decode()
     return parse(out.decode())
 

@@ -11,7 +11,7 @@ import pytest
 from p4handoff import argtypes
 from p4handoff.hosts.cc import SCHEMES
 from p4handoff.scenario.units import parse_rate, parse_time
-from tests.source_tree import product_modules
+from tests.source_tree import REPO, product_modules
 
 
 @pytest.mark.parametrize("parse, text, value", [
@@ -122,9 +122,9 @@ def foreign_types(path: Path) -> list[str]:
 
 
 def test_every_command_line_takes_its_types_from_argtypes() -> None:
-    modules = product_modules()
-    users = [p for p in modules.values() if "add_argument" in p.read_text()]
-    assert len(users) >= 7   # cli: run, host, ctl, schema; the emulator, fuzz, chaos, protogen
+    modules = [*product_modules().values(), *sorted((REPO / "bench").glob("*.py"))]
+    users = [p for p in modules if "add_argument" in p.read_text()]
+    assert len(users) >= 14   # cli: run, host, ctl, schema; the emulator, fuzz, chaos, protogen; 7 bench scripts
     assert [line for p in users for line in foreign_types(p)] == []
 
 

@@ -123,11 +123,11 @@ def test_sigterm_stops_cleanly_and_logs_json_lines(daemon):
 @pytest.mark.slow
 def test_the_launcher_stops_a_daemon_that_never_has_its_switches_up(tmp_path):
     sock = unreachable_network(tmp_path)
-    lab = Sandbox("launch")
+    sandbox = Sandbox("launch")
     with pytest.raises(TimeoutError, match="not serving with all switches up within 3.0 s"):
         launch_controller(tmp_path / "net.yaml", socket_path=sock, log=tmp_path / "log.jsonl",
-                          stderr=tmp_path / "stderr", lab=lab, timeout=3.0)
-    assert lab.processes == []                                # stopped, not left to whoever closes the lab
+                          stderr=tmp_path / "stderr", sandbox=sandbox, timeout=3.0)
+    assert sandbox.processes == []                            # stopped, not left to whoever closes the sandbox
     assert not os.path.exists(sock)                           # it shut down (SIGTERM) and removed its socket
 
 
@@ -136,8 +136,8 @@ def test_the_launcher_reports_a_daemon_that_exits_with_its_output(tmp_path):
     unreachable_network(tmp_path)
     net = tmp_path / "net.yaml"
     net.write_text(net.read_text().replace("switches:", "switchez:", 1))
-    lab = Sandbox("launch")
+    sandbox = Sandbox("launch")
     with pytest.raises(RuntimeError, match=r"(?s)controller exited with \d+: .*net.yaml: .*switchez: unknown field"):
         launch_controller(net, socket_path=str(tmp_path / "ctl.sock"), log=tmp_path / "log.jsonl",
-                          stderr=tmp_path / "stderr", lab=lab, timeout=60.0)
-    assert lab.processes == []
+                          stderr=tmp_path / "stderr", sandbox=sandbox, timeout=60.0)
+    assert sandbox.processes == []

@@ -102,8 +102,10 @@ def test_command_line_errors() -> None:
 @netns
 @pytest.mark.netns
 def test_delay_and_rate_at_10_mbps() -> None:
+    """At the lab's SCHED_FIFO priority (topo/rig.py), as the lab runs the emulator."""
     from p4handoff.topo.emulator.measure import EmulatedPath
-    with EmulatedPath(rate="10Mbps", up_rate="10Mbps", delay="20ms", up_limit=200) as path:
+    from p4handoff.topo.rig import EMU_PRIORITY
+    with EmulatedPath(rate="10Mbps", up_rate="10Mbps", delay="20ms", up_limit=200, realtime=EMU_PRIORITY) as path:
         delays = path.one_way_delays(15)
         expected = 0.020 + (64 + 28) * 8 / 10e6
         assert len(delays) == 15

@@ -12,7 +12,7 @@ from p4handoff.topo.mininet_net import LabNet, mininet_available
 
 _netns_why = netns.unavailable_reason()
 _mn_ok, _mn_why = mininet_available()
-pytestmark = [pytest.mark.netns,
+pytestmark = [pytest.mark.netns, pytest.mark.mininet,
               pytest.mark.skipif(_netns_why is not None, reason=f"netns: {_netns_why}"),
               pytest.mark.skipif(not _mn_ok, reason=f"Mininet: {_mn_why}")]
 

@@ -9,7 +9,8 @@ import yaml
 
 from tests.sim_papers import vertical_handoff
 from p4handoff.lab import metrics
-from p4handoff.scenario.rawdoc import expand_counts, set_path
+from p4handoff.scenario.rawdoc import expand_counts, with_path
+from p4handoff.scenario import loader
 from p4handoff.scenario.loader import SweepAxis, load, parse, read_document
 from p4handoff.scenario.units import Errors, ScenarioError, parse_rate, parse_time
 
@@ -150,11 +151,50 @@ def test_count_expansion_with_steps() -> None:
 
 def test_override_by_name_and_index() -> None:
     doc = vh_doc()
-    set_path(doc, "topology.cells.g3.queue.limit", 40)
-    set_path(doc, "flows.0.scheme", "newreno")
-    assert doc["topology"]["cells"][1]["queue"]["limit"] == 40
+    changed = with_path(with_path(doc, "topology.cells.g3.queue.limit", 40), "flows.0.scheme", "newreno")
+    assert changed["topology"]["cells"][1]["queue"]["limit"] == 40 and changed["flows"][0]["scheme"] == "newreno"
     with pytest.raises(ValueError, match="no item named"):
-        set_path(doc, "topology.cells.nope.rate", 1)
+        with_path(doc, "topology.cells.nope.rate", 1)
+    with pytest.raises(ValueError, match="cannot set a field inside int"):
+        with_path(doc, "duration.x", 1)
+
+
+def test_an_override_copies_only_the_path_it_changes() -> None:
+    doc = vh_doc()
+    before = copy.deepcopy(doc)
+    value = {"limit": 40, "aqm": "droptail"}
+    changed = with_path(doc, "topology.cells.g3.queue", value)
+    value["limit"] = 1                                          # the document keeps its own copy of the value
+    assert doc == before                                        # the original is left as it was
+    assert changed["topology"]["cells"][1]["queue"] == {"limit": 40, "aqm": "droptail"}
+    assert changed["flows"] is doc["flows"] and changed["measure"] is doc["measure"]      # off the path: shared
+    assert changed["topology"]["cells"][0] is doc["topology"]["cells"][0]
+    assert changed["topology"]["cells"][1] is not doc["topology"]["cells"][1]
+
+
+def test_each_distinct_run_document_is_validated_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three schemes at two sweep points are six runs but two documents (+ the file's own, checked first)."""
+    calls: list[dict] = []
+    real = loader.validate
+    monkeypatch.setattr(loader, "validate", lambda raw, axes=(): calls.append(raw) or real(raw, axes))
+    sf = parse(vh_doc(), "vh.yaml", extra_sweep=(SweepAxis("topology.cells.g3.queue.limit", "limit", (20, 40)),))
+    assert len(sf.plan) == 6 and len(calls) == 3
+    assert [c["topology"]["cells"][1]["queue"]["limit"] for c in calls[1:]] == [20, 40]
+    assert {r.scenario.topology.cells[1].queue.limit for r in sf.plan} == {20, 40}
+    assert [r.scenario.variant for r in sf.plan] == [v.label for v in sf.variants] * 2
+
+
+def test_runs_sharing_a_document_still_report_their_problems_each() -> None:
+    """A bad sweep point is one document but three runs: each names its variant, as if validated alone."""
+    errors = errors_of(vh_doc(), extra_sweep=(SweepAxis("flows.0.start", "start", (1, 99)),))
+    assert errors == {f"flows[main].start (variant {label} at flows.0.start=99)": "starts at 99 s, after the run "
+                      "ends (60 s)" for label in ("TCP/mm", "Immediate", "Bandwidth-Aware")}
+
+
+def test_values_equal_in_python_are_distinct_documents() -> None:
+    """1 and True are equal in Python, not in a document: a sweep over both validates each."""
+    errors = errors_of(vh_doc(), extra_sweep=(SweepAxis("tcp.window", "window", (1, True)),))
+    assert errors and all("tcp.window=True" in path for path in errors), errors
 
 
 def test_switching_timeline_and_ideal_match_the_paper_and_the_simulator() -> None:

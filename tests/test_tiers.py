@@ -84,22 +84,52 @@ BASE = int(os.environ["BASE_NICE"])
 def test_in_a_namespace(n):
     assert os.nice(0) == BASE          # the group keeps the CPU priority it was started with
 
+@pytest.mark.netns
+@pytest.mark.mininet
+@pytest.mark.parametrize("n", range(3))
+def test_in_mininet(n):
+    assert os.nice(0) == BASE
+
 @pytest.mark.parametrize("n", range(4))
 def test_anywhere(n):
     assert os.nice(0) == min(BASE + 10, 19)
 """
 
+PTF = """
+import os
+import pytest
+
+@pytest.mark.bmv2
+@pytest.mark.parametrize("n", range(3))
+def test_ptf(n):
+    base = int(os.environ["BASE_NICE"])
+    assert os.nice(0) == (base - 5 if os.geteuid() == 0 and os.environ.get("P4HANDOFF_TEST_GROUPS") != "one" else base)
+"""
+
 
 @pytest.mark.slow   # two xdist workers start
-def test_make_test_runs_the_namespace_tests_on_one_worker(pytester: pytest.Pytester,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("one", [False, True], ids=["three groups", "P4HANDOFF_TEST_GROUPS=one"])
+def test_make_test_runs_each_serial_group_on_one_worker(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+                                                        one: bool) -> None:
     monkeypatch.setenv("PYTHONPATH", str(REPO))   # the subprocess imports tests.conftest
     monkeypatch.setenv("BASE_NICE", str(os.nice(0)))
+    if one:
+        monkeypatch.setenv("P4HANDOFF_TEST_GROUPS", "one")
+    else:
+        monkeypatch.delenv("P4HANDOFF_TEST_GROUPS", raising=False)
     pytester.makeconftest("from tests.conftest import (pytest_collection_modifyitems, pytest_runtest_logstart,  # noqa\n"
                           "                            pytest_sessionstart)\n")
-    pytester.makepyfile(test_grouped=GROUPED)
+    pytester.makepyfile(test_grouped=GROUPED, test_ptf=PTF)
     result = pytester.runpytest_subprocess("-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=8)
-    ran = [line for line in result.outlines if "::test_in_a_namespace" in line and "PASSED" in line]
-    assert len(ran) == 4 and all(line.rstrip().endswith("@namespaces") for line in ran), ran   # xdist saw the group
-    assert len({line.split("]")[0] for line in ran}) == 1, ran                        # and kept it on one worker
+    result.assert_outcomes(passed=14)
+    groups = {"test_grouped.py::test_in_a_namespace": "namespaces", "test_grouped.py::test_in_mininet": "mininet",
+              "test_ptf.py::test_ptf": "ptf"}
+    if one:
+        groups = dict.fromkeys(groups, "namespaces")
+    expected = {"namespaces": 10} if one else {"namespaces": 4, "mininet": 3, "ptf": 3}
+    for group, n in expected.items():
+        ran = [line for line in result.outlines if "PASSED" in line
+               and any(f"{test}[" in line for test, g in groups.items() if g == group)]
+        assert len(ran) == n, ran
+        assert all(line.rstrip().endswith(f"@{group}") for line in ran), ran   # xdist saw the group
+        assert len({line.split("]")[0] for line in ran}) == 1, ran           # and kept it on one worker

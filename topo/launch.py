@@ -18,12 +18,12 @@ from p4handoff.netns import Sandbox, Namespace
 POLL_INTERVAL = 0.2   # seconds between status requests while the daemon starts
 
 
-def launch_controller(network: Path, *, socket_path: str, log: Path, stderr: Path, lab: Sandbox,
+def launch_controller(network: Path, *, socket_path: str, log: Path, stderr: Path, sandbox: Sandbox,
                       netns: Namespace | None = None, timeout: float = 60.0) -> subprocess.Popen:
     """Start the daemon on `network` and return it once it serves with every switch up.
 
     It runs in `netns` (else the root namespace) in a process group of its own,
-    remembered by `lab` so `lab.close()` stops it; its output is appended to
+    remembered by `sandbox` so `sandbox.close()` stops it; its output is appended to
     `stderr`, its event log written to `log`. If it exits, or is not serving
     within `timeout` seconds, it is stopped and the error says why (the end of
     its output, or the timeout).
@@ -31,14 +31,14 @@ def launch_controller(network: Path, *, socket_path: str, log: Path, stderr: Pat
     args = [sys.executable, "-m", "p4handoff", "ctl", "run", "--network", str(network), "--log", str(log)]
     with open(stderr, "ab") as out:
         if netns is not None:
-            proc = lab.start(netns, args, stdout=out, stderr=out)
+            proc = sandbox.start(netns, args, stdout=out, stderr=out)
         else:
             proc = subprocess.Popen(args, stdout=out, stderr=out, start_new_session=True)
-            lab.processes.append(proc)
+            sandbox.processes.append(proc)
     try:
         _wait_serving(proc, socket_path, stderr, timeout)
     except BaseException:
-        lab.stop(proc, timeout=10)
+        sandbox.stop(proc, timeout=10)
         raise
     return proc
 

@@ -83,14 +83,14 @@ class LabNet:
     own teardown, which signals only the processes it started).
     """
 
-    def __init__(self, lab: Sandbox, mtu: int = 9000) -> None:
+    def __init__(self, sandbox: Sandbox, mtu: int = 9000) -> None:
         ok, reason = mininet_available()
         if not ok:
             raise RuntimeError(reason)
         from mininet.log import setLogLevel
         from mininet.net import Mininet
         setLogLevel("warning")
-        self.lab = lab
+        self.sandbox = sandbox
         self.mtu = mtu
         self.net = Mininet(topo=None, build=False, controller=None, autoSetMacs=False, autoStaticArp=False,
                            waitConnected=False, cleanup=False)
@@ -111,7 +111,7 @@ class LabNet:
         return self._name(node)
 
     def _name(self, node: Any) -> Namespace:
-        ns = self.lab.attach(node.name, node.pid)
+        ns = self.sandbox.attach(node.name, node.pid)
         ns.run(["ip", "link", "set", "dev", "lo", "up"])     # Mininet does this for hosts only; Thrift needs it
         node.netns = ns
         self.namespaces[node.name] = ns

@@ -23,10 +23,10 @@ returns a `LabPlan` that `p4handoff.topo.rig` builds. The mapping:
 from __future__ import annotations
 
 import ipaddress
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from p4handoff.aqm_fields import nearest_wq_shift
 from p4handoff.topo.emulator.model import LinkParams
 from p4handoff.scenario.loader import HEADER_BYTES, LinkSpec, QueueSpec, Scenario
 
@@ -145,8 +145,8 @@ def _aqm(q: QueueSpec, rate_bps: float, size: int, notes: list[str], where: str)
     if q.dummy_threshold is not None:
         d["dummy_threshold"] = q.dummy_threshold
     if q.aqm in ("red", "mred"):
-        k = max(1, round(-math.log2(q.w_q)))
-        if abs(2.0 ** -k - q.w_q) > 1e-12:
+        k = nearest_wq_shift(q.w_q)
+        if abs(2.0 ** -k - q.w_q) > 1e-9 * q.w_q:
             notes.append(f"{where}: w_q {q.w_q:g} runs as 2^-{k} = {2.0 ** -k:g} (the switch's EWMA is shift-only)")
         if not (float(q.min_th).is_integer() and float(q.max_th).is_integer()):
             notes.append(f"{where}: thresholds {q.min_th:g}/{q.max_th:g} rounded to whole packets")

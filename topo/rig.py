@@ -62,7 +62,7 @@ class LabRig:
         self.seed = seed
         self.out = out
         self.plan: LabPlan = plan(scn)
-        self.lab = Sandbox("lab")
+        self.sandbox = Sandbox("lab")
         self.net: LabNet | None = None
         self.sockets = Path(tempfile.mkdtemp(prefix="p4h-lab-"))   # short paths: a Unix socket's is ≤ 107 bytes
         self.socket_path = str(self.sockets / "ctl.sock")              # the controller's control socket
@@ -89,7 +89,7 @@ class LabRig:
     def start(self) -> None:
         from p4handoff.wire import load_constants
         from p4handoff.topo.mininet_net import LabNet
-        self.net = LabNet(self.lab)
+        self.net = LabNet(self.sandbox)
         for name in self.plan.hosts:
             self.ns[name] = self.net.host(name)
         cpu_port = load_constants()["CPU_PORT"]
@@ -148,7 +148,7 @@ class LabRig:
         net_path.write_text(yaml.safe_dump(desc, sort_keys=False))
         self.controller = launch_controller(net_path, socket_path=self.socket_path,   # root namespace, as Mininet's
                                             log=self.out / "controller.log", stderr=self.out / "controller.stderr",
-                                            lab=self.lab, timeout=timeout)
+                                            sandbox=self.sandbox, timeout=timeout)
         self.controller_ready.set()
 
     def set_queues(self, switch: str | None = None) -> None:
@@ -233,7 +233,7 @@ class LabRig:
         proc = subprocess.Popen(["ip", "netns", "exec", self.ns[w.emu_node].name, *args], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=err, start_new_session=True)
         err.close()
-        self.lab.processes.append(proc)
+        self.sandbox.processes.append(proc)
         assert proc.stdout is not None
         line = proc.stdout.readline().decode()
         if not line.startswith('{"ready"'):
@@ -311,6 +311,6 @@ class LabRig:
             if self.net is not None:
                 self.net.stop()                # BMv2 by PID, links, the nodes' shells
         finally:
-            self.lab.close()
+            self.sandbox.close()
             shutil.rmtree(self.sockets, ignore_errors=True)
         return counters, errors

@@ -162,10 +162,10 @@ class Testbed:
         `workdir/pki` (p4handoff.lab_ca), P4Runtime over TLS with mutual authentication."""
         self.workdir = Path(workdir)
         self.n_mobiles = n_mobiles
-        self.lab = Sandbox("ctl")
-        self.fab = self.lab.namespace("fab")
-        self.ch_ns = self.lab.namespace("ch")
-        self.mh_ns = self.lab.namespace("mh")
+        self.sandbox = Sandbox("ctl")
+        self.fab = self.sandbox.namespace("fab")
+        self.ch_ns = self.sandbox.namespace("ch")
+        self.mh_ns = self.sandbox.namespace("mh")
         self.socket_path = str(self.workdir / "ctl.sock")
         self.log_path = self.workdir / "controller.log"
         self.network_path = self.workdir / "network.yaml"
@@ -262,7 +262,7 @@ class Testbed:
         """`p4handoff ctl run` in the fabric namespace; returns once it serves with every switch up."""
         self.controller = launch_controller(network or self.network_path, socket_path=self.socket_path,
                                             log=self.log_path, stderr=self.workdir / "controller.stderr",
-                                            lab=self.lab, netns=self.fab, timeout=timeout)
+                                            sandbox=self.sandbox, netns=self.fab, timeout=timeout)
         return self.controller
 
     def stop_controller(self, kill: bool = False) -> int | None:
@@ -272,9 +272,9 @@ class Testbed:
         if kill:
             proc.kill()
             code = proc.wait(10)
-            self.lab.processes.remove(proc)
+            self.sandbox.processes.remove(proc)
             return code
-        return self.lab.stop(proc, timeout=10)
+        return self.sandbox.stop(proc, timeout=10)
 
     def ctl(self, body: dict[str, Any]) -> dict[str, Any]:
         return request(self.socket_path, body)
@@ -350,7 +350,7 @@ class Testbed:
             self.stop_controller()
         for sw in self.switches.values():
             sw.stop()
-        self.lab.close()
+        self.sandbox.close()
 
 
 def received_seqs(frames: list[bytes], dst: str) -> list[tuple[int, int]]:

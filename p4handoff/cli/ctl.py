@@ -94,24 +94,27 @@ def _err(args: argparse.Namespace, message: str) -> None:
     print(f"p4handoff ctl {args.ctl_command}: {message}", file=sys.stderr)
 
 
-def _load_fitting(path: str) -> Network:
-    """load_network, then refuse a network whose entries would not fit the P4 tables (NetworkError)."""
-    net = load_network(path)
-    from p4handoff.controller.programmer import Programmer   # grpc and the protos load only here
-    from p4handoff.controller.targets import program_for
+def _fitting_network(path: str) -> Network | None:
+    """load_network, then refuse a network whose entries would not fit the P4 tables; None once every problem
+    is printed (the caller exits EXIT_INVALID)."""
+    try:
+        net = load_network(path)
+        from p4handoff.controller.programmer import Programmer   # grpc and the protos load only here
+        from p4handoff.controller.targets import program_for
 
-    problems = Programmer(net, program_for(net.controller.target)).capacity_problems()
-    if problems:
-        index = {sw.name: i for i, sw in enumerate(net.switches)}
-        raise NetworkError(path, [(f"switches[{index[sw]}]", problem) for sw, problem in problems])
+        problems = Programmer(net, program_for(net.controller.target)).capacity_problems()
+        if problems:
+            index = {sw.name: i for i, sw in enumerate(net.switches)}
+            raise NetworkError(path, [(f"switches[{index[sw]}]", problem) for sw, problem in problems])
+    except NetworkError as exc:
+        print(exc, file=sys.stderr)
+        return None
     return net
 
 
 def _validate(args: argparse.Namespace) -> int:
-    try:
-        net = _load_fitting(args.network)
-    except NetworkError as exc:
-        print(exc, file=sys.stderr)
+    net = _fitting_network(args.network)
+    if net is None:
         return EXIT_INVALID
     print(f"{args.network}: valid ({len(net.switches)} switches, {len(net.mobile_hosts)} mobile hosts, "
           f"{len(net.fixed_hosts)} fixed hosts)")
@@ -150,10 +153,8 @@ def _certs(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    try:
-        net = _load_fitting(args.network)
-    except NetworkError as exc:
-        print(exc, file=sys.stderr)
+    net = _fitting_network(args.network)
+    if net is None:
         return EXIT_INVALID
     from p4handoff.controller.daemon import Daemon, JsonLog   # grpc and the protos load only here
     from p4handoff.keyfile import KeyFileError

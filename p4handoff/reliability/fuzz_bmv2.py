@@ -171,7 +171,7 @@ class FuzzBed:
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
         self.net: Network = parse_network(description())
-        self.lab = Sandbox("fuzz")
+        self.sandbox = Sandbox("fuzz")
         self.switch: Bmv2Switch | None = None
         self.client: P4RuntimeClient | None = None
         self.hosts: dict[int, HostPort] = {}
@@ -182,8 +182,8 @@ class FuzzBed:
 
     def start(self) -> "FuzzBed":
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.sw_ns = self.lab.namespace("sw")
-        self.host_ns = self.lab.namespace("h")
+        self.sw_ns = self.sandbox.namespace("sw")
+        self.host_ns = self.sandbox.namespace("h")
         for p in DATA_PORTS:
             veth_port(f"s{p}", self.host_ns, f"h{p}", switch_netns=self.sw_ns)
         self.hosts = {p: HostPort(self.host_ns, f"h{p}") for p in DATA_PORTS}
@@ -338,7 +338,7 @@ class FuzzBed:
             self.client.close()
         if self.switch is not None:
             self.switch.stop()
-        self.lab.close()
+        self.sandbox.close()
 
 
 @dataclass

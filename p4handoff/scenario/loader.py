@@ -6,8 +6,11 @@ compare with. `load(path)` reads and validates it — every problem is
 reported at once with its field path (`topology.cells[g3].queue.limit`) —
 and returns a `ScenarioFile`, whose plan holds the concrete `Scenario`s the
 runner executes: one per variant × sweep point, all resolved when the file
-is read, before anything runs. The document's models are in
-p4handoff.scenario.doc; the schema with an example is in docs/lab.md.
+is read, before anything runs. The file is resolved once (`Resolver`): each
+distinct document its runs stand for is derived from it without copying the
+rest and validated once, and each run is assembled from that. The
+document's models are in p4handoff.scenario.doc; the schema with an example
+is in docs/lab.md.
 """
 from __future__ import annotations
 
@@ -18,8 +21,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from p4handoff.hosts.cc import SCHEMES
-from p4handoff.scenario.rawdoc import get_path, set_path
-from p4handoff.scenario.doc.build import assemble, validate
+from p4handoff.scenario.rawdoc import get_path, with_path
+from p4handoff.scenario.doc.build import Validated, assemble, validate
 from p4handoff.scenario.model import (HEADER_BYTES, Expectation, LinkSpec, Published, Quantity, QueueSpec,
                                           Scenario, SweepAxis, Variant)
 from p4handoff.scenario.units import Errors, ScenarioError
@@ -59,6 +62,7 @@ class ScenarioFile:
     description: str = ""
     overrides: tuple[tuple[str, Any], ...] = field(default=())
     plan: tuple[Run, ...] = field(default=(), repr=False)     # points x variants, in that order
+    resolver: Resolver | None = field(default=None, repr=False, compare=False)   # what resolved the plan
 
     @property
     def labels(self) -> list[str]:
@@ -74,8 +78,8 @@ class ScenarioFile:
         for run in self.plan:
             if run.variant == variant and run.point == point:
                 return run.scenario
-        return _resolve(self.doc, self.source, self.overrides, self.sweep, variant, point,
-                        bool(self.variants[1:] or point))
+        assert self.resolver is not None, "a ScenarioFile comes from parse(), which resolves its plan"
+        return self.resolver.scenario(variant, point, bool(self.variants[1:] or point))
 
     def runs(self) -> Iterator[tuple[Variant, Point, Scenario]]:
         """Every run: each sweep point, each variant at it."""
@@ -96,27 +100,49 @@ def sweep_points(sweep: tuple[SweepAxis, ...]) -> list[Point]:
     return [tuple(zip((a.path for a in sweep), combo)) for combo in itertools.product(*(a.values for a in sweep))]
 
 
-def _resolve(doc: dict, source: str, overrides: tuple[tuple[str, Any], ...], sweep: tuple[SweepAxis, ...],
-             variant: Variant, point: Point, named: bool) -> Scenario:
-    """The scenario of `variant` at `point`: the document with the overrides, the variant's fields and the
-    point's values set, validated and resolved (ScenarioError; `named`: problems say which run)."""
-    doc = copy.deepcopy(doc)
-    errors = Errors()
-    where = f"variant {variant.label}" + (f" at {_point_text(point)}" if point else "")
-    for paths, value in (*overrides, *variant.overrides, *point):
-        for path in paths.split(","):
-            try:
-                set_path(doc, path.strip(), value)
-            except ValueError as exc:
-                errors.add(f"{where}: {path.strip()}", str(exc))
-    errors.raise_if_any(source)
-    checked = validate(doc, sweep)
-    scenario, problems = assemble(checked, variant, point)
-    problems = checked.problems + problems
-    if problems:
-        raise ScenarioError(source, [(f"{p} ({where})" if named else p, m) for p, m in problems])
-    assert scenario is not None
-    return scenario
+class Resolver:
+    """One scenario document resolved for all the runs it stands for.
+
+    A run's document is the file's with its variant's `set:` and its sweep point's values applied. Runs
+    that apply the same changes (every variant without `set:` at one point, say) have the same document:
+    it is derived once (`with_path`, sharing what the changes leave alone) and validated once; each run
+    is then assembled from that validation. Problems are the same, and reported the same, as if every
+    run's document were validated on its own.
+    """
+
+    def __init__(self, doc: dict, source: str, extra_sweep: tuple[SweepAxis, ...]) -> None:
+        self.doc, self.source, self.extra_sweep = doc, source, extra_sweep   # doc: with --set's overrides
+        # keyed by the changes' repr: YAML values are not all hashable, and 1, 1.0 and True are equal
+        # in Python but not as values of a document
+        self._checked: dict[str, tuple[list[tuple[str, str]], Validated | None]] = {}
+
+    def checked(self, changes: tuple[tuple[str, Any], ...]) -> tuple[list[tuple[str, str]], Validated | None]:
+        """The document with `changes` (paths, several joined by ',' -> value) validated, or the paths that
+        could not be set and why."""
+        key = repr(changes)
+        if key not in self._checked:
+            doc, bad = self.doc, []
+            for paths, value in changes:
+                for path in paths.split(","):
+                    try:
+                        doc = with_path(doc, path.strip(), value)
+                    except ValueError as exc:
+                        bad.append((path.strip(), str(exc)))
+            self._checked[key] = (bad, None) if bad else ([], validate(doc, self.extra_sweep))
+        return self._checked[key]
+
+    def scenario(self, variant: Variant, point: Point, named: bool) -> Scenario:
+        """The scenario of `variant` at `point` (ScenarioError; `named`: problems say which run)."""
+        where = f"variant {variant.label}" + (f" at {_point_text(point)}" if point else "")
+        bad, checked = self.checked((*variant.overrides, *point))
+        if checked is None:
+            raise ScenarioError(self.source, [(f"{where}: {path}", why) for path, why in bad])
+        scenario, problems = assemble(checked, variant, point)
+        problems = checked.problems + problems
+        if problems:
+            raise ScenarioError(self.source, [(f"{p} ({where})" if named else p, m) for p, m in problems])
+        assert scenario is not None
+        return scenario
 
 
 def random_elements(scn: Scenario) -> list[str]:
@@ -170,14 +196,16 @@ def parse(doc: Any, source: str = "<scenario>", overrides: tuple[tuple[str, Any]
                 get_path(doc, one)
             except ValueError as exc:
                 errors.add(f"--sweep {one}", str(exc))
-    base_doc = copy.deepcopy(doc)
+    base_doc = doc
     for path, value in overrides:
         try:
-            set_path(base_doc, path, value)
+            base_doc = with_path(base_doc, path, value)
         except ValueError as exc:
             errors.add(f"--set {path}", str(exc))
     errors.raise_if_any(source)
-    checked = validate(base_doc, extra_sweep)
+    resolver = Resolver(base_doc, source, extra_sweep)
+    _, checked = resolver.checked(())
+    assert checked is not None        # no changes: nothing to set
     variants = checked.variants()
     _, problems = assemble(checked, variants[0] if variants else None)
     if checked.problems or problems:
@@ -193,14 +221,13 @@ def parse(doc: Any, source: str = "<scenario>", overrides: tuple[tuple[str, Any]
     for point in sweep_points(tuple(sweep)):
         for variant in variants:
             try:
-                plan.append(Run(variant, point, _resolve(doc, source, overrides, tuple(sweep), variant, point,
-                                                         bool(variants[1:] or point))))
+                plan.append(Run(variant, point, resolver.scenario(variant, point, bool(variants[1:] or point))))
             except ScenarioError as exc:
                 found += [e for e in exc.errors if e not in found]
     if found:
         raise ScenarioError(source, found)
     return ScenarioFile(source, doc, base.scenario, base.title, base.paper, tuple(variants), tuple(sweep), published,
-                        base.description, tuple(overrides), tuple(plan))
+                        base.description, tuple(overrides), tuple(plan), resolver)
 
 
 def read_document(path: str | Path, _seen: tuple[Path, ...] = ()) -> Any:

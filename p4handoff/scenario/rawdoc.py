@@ -50,19 +50,30 @@ def _index(items: list, seg: str, path: str) -> int:
     raise ValueError(f"path {path!r}: no item named {seg!r} (names: {', '.join(names) or 'none'})")
 
 
-def set_path(doc: dict, path: str, value: Any) -> None:
-    """Set the field at `path` (its parent must exist; the last key may be new)."""
+def with_path(doc: dict, path: str, value: Any) -> dict:
+    """`doc` with the field at `path` set to a copy of `value` (its parent must exist; the last key may be new).
+
+    `doc` is left as it is and shares with the result every part off the path, so a run's document costs
+    the containers along its changed paths, not a copy of the whole (a file's runs all start from one).
+    """
     parts = split_path(path)
-    node: Any = doc
-    for seg in parts[:-1]:
-        node = _child(node, seg, path)
-    last = parts[-1]
-    if isinstance(node, dict):
-        node[last] = copy.deepcopy(value)
-    elif isinstance(node, list):
-        node[_index(node, last, path)] = copy.deepcopy(value)
-    else:
-        raise ValueError(f"path {path!r}: cannot set a field inside {type(node).__name__}")
+
+    def along(node: Any, k: int) -> Any:
+        seg = parts[k]
+        if k == len(parts) - 1:
+            if isinstance(node, dict):
+                return {**node, seg: copy.deepcopy(value)}
+            if isinstance(node, list):
+                at = _index(node, seg, path)
+                return [*node[:at], copy.deepcopy(value), *node[at + 1:]]
+            raise ValueError(f"path {path!r}: cannot set a field inside {type(node).__name__}")
+        child = along(_child(node, seg, path), k + 1)
+        if isinstance(node, dict):
+            return {**node, seg: child}
+        at = _index(node, seg, path)
+        return [*node[:at], child, *node[at + 1:]]
+
+    return along(doc, 0)
 
 
 def get_path(doc: dict, path: str) -> Any:

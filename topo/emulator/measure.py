@@ -27,6 +27,17 @@ from p4handoff.netns import Sandbox, Namespace, stop_process
 PORT = 9999
 UDP_IP_OVERHEAD = 28
 _STAMP = struct.Struct("!Id")   # sequence number, send time
+_TIMESPEC = struct.Struct("@qq")   # struct timespec: seconds, nanoseconds
+SO_TIMESTAMPNS = 35               # Linux (asm-generic/socket.h); Python's socket module does not name it
+
+
+def _received_at(ancillary: list[tuple[int, int, bytes]]) -> float:
+    """The kernel's receive time (CLOCK_REALTIME, seconds) from a datagram's SO_TIMESTAMPNS ancillary data."""
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+            sec, nsec = _TIMESPEC.unpack(data[:_TIMESPEC.size])
+            return sec + nsec * 1e-9
+    raise RuntimeError("a datagram arrived without its receive timestamp (SO_TIMESTAMPNS)")
 
 _SENDER = r"""
 import socket, struct, sys, time
@@ -61,11 +72,11 @@ class EmulatedPath:
                  up_rate: str | None = None, up_loss: float | None = None, up_limit: int = 1000,
                  schedule: list[dict] | None = None,
                  down_at_start: bool = False, realtime: int = 0, extra: Sequence[str] = ()) -> None:
-        self.lab = Sandbox("emu")
+        self.sandbox = Sandbox("emu")
         try:
-            self.a, self.e, self.b = self.lab.namespace("a"), self.lab.namespace("e"), self.lab.namespace("b")
-            self.lab.veth(self.a, self.e, "10.9.0.1/24", "10.9.1.1/24", dev_a="veth0", dev_b="mh")
-            self.lab.veth(self.b, self.e, "10.9.0.2/24", "10.9.1.2/24", dev_a="veth0", dev_b="bs")
+            self.a, self.e, self.b = self.sandbox.namespace("a"), self.sandbox.namespace("e"), self.sandbox.namespace("b")
+            self.sandbox.veth(self.a, self.e, "10.9.0.1/24", "10.9.1.1/24", dev_a="veth0", dev_b="mh")
+            self.sandbox.veth(self.b, self.e, "10.9.0.2/24", "10.9.1.2/24", dev_a="veth0", dev_b="bs")
             for dev in ("mh", "bs"):   # the emulator's ends carry frames, not IP
                 self.e.run(["ip", "addr", "flush", "dev", dev])
                 self.e.run(["sysctl", "-q", "-w", f"net.ipv6.conf.{dev}.disable_ipv6=1"])
@@ -90,16 +101,17 @@ class EmulatedPath:
             self.proc = subprocess.Popen(["ip", "netns", "exec", self.e.name, *args, *extra], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                          start_new_session=True)
-            self.lab.processes.append(self.proc)
+            self.sandbox.processes.append(self.proc)
             line = self._readline(10.0)
             if not line.startswith('{"ready"'):
                 raise RuntimeError(f"emulator did not start: {line!r} {self._stderr()}")
             self.tx = self.a.socket(socket.AF_INET, socket.SOCK_DGRAM)
             self.rx = self.b.socket(socket.AF_INET, socket.SOCK_DGRAM)
             self.rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+            self.rx.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)   # arrival times by the kernel
             self.rx.bind(("10.9.0.2", PORT))
         except BaseException:
-            self.lab.close()
+            self.sandbox.close()
             raise
 
     def command(self, line: str, timeout: float = 5.0) -> dict[str, Any]:
@@ -147,26 +159,29 @@ class EmulatedPath:
             for s in (getattr(self, "tx", None), getattr(self, "rx", None)):
                 if s is not None:
                     s.close()
-            self.lab.close()
+            self.sandbox.close()
         return stats
 
     # -- probes ---------------------------------------------------------------------------------
     def one_way_delays(self, n: int, size: int = 64, spacing: float = 0.005,
                        timeout: float = 1.0) -> list[float]:
-        """Send `n` probes a → b one at a time; the one-way delay of each that arrived (seconds)."""
+        """Send `n` probes a → b one at a time; the one-way delay of each that arrived (seconds).
+
+        A probe's arrival is the time the kernel received it (SO_TIMESTAMPNS), so how late this process
+        is woken on a busy machine does not count as delay of the path.
+        """
         out = []
         self.rx.settimeout(timeout)
         payload = bytearray(max(size, _STAMP.size))
         for seq in range(n):
-            sent = time.monotonic()
+            sent = time.time()      # the clock of the kernel's receive timestamps
             _STAMP.pack_into(payload, 0, seq, sent)
             self.tx.sendto(payload, ("10.9.0.2", PORT))
             try:
                 while True:
-                    data = self.rx.recv(65536)
-                    got = time.monotonic()
+                    data, ancillary, _, _ = self.rx.recvmsg(65536, socket.CMSG_SPACE(_TIMESPEC.size))
                     if _STAMP.unpack_from(data)[0] == seq:
-                        out.append(got - sent)
+                        out.append(_received_at(ancillary) - sent)
                         break
             except socket.timeout:
                 pass

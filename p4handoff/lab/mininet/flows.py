@@ -71,7 +71,7 @@ class LabFlows(RunPart):
         proc = subprocess.Popen(["ip", "netns", "exec", self.rig.ns[f.dst].name, *args], stdout=subprocess.PIPE,
                                 stderr=err, start_new_session=True)
         err.close()
-        self.rig.lab.processes.append(proc)
+        self.rig.sandbox.processes.append(proc)
         assert proc.stdout is not None
         line = proc.stdout.readline().decode()
         if not line.startswith("listening:"):
@@ -90,7 +90,7 @@ class LabFlows(RunPart):
                                  repr(self.clock.t0 + f.start), *args], stdout=subprocess.PIPE, stderr=err,
                                 start_new_session=True)
         err.close()
-        self.rig.lab.processes.append(proc)
+        self.rig.sandbox.processes.append(proc)
         self.senders[f.name] = proc
         self.data.flows[f.name] = FlowData(f.name, trace=self.rig.out / f"trace-{f.name}.csv", losses_known=False)
 

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Iterable, Iterator
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticKnownError
 
+from p4handoff.aqm_fields import RED_KEYS
 from p4handoff.docmodel import IPv4, Checked, DocModel, Loc, Name, Problem, fail, kind, real, whole
 from p4handoff.scenario.doc.moves import Move, known_cell
 from p4handoff.scenario.doc.names import declared, refers_to
@@ -21,7 +22,6 @@ from p4handoff.scenario.model import (AQMS, BackgroundHostSpec, BaseStationSpec,
                                           MobileHostSpec, QueueSpec, Topology)
 from p4handoff.wire import QUEUE_MAX
 
-RED_KEYS = ("min_th", "max_th", "max_p", "w_q")
 QueueLimit = Annotated[int, whole(1, QUEUE_MAX)]     # the switches' bound (constants.p4)
 OpenUnit = Annotated[float, real(0.0, 1.0, lo_open=True)]
 
@@ -40,7 +40,8 @@ class QueueDoc(DocModel):
     min_th: NonNegative | None = _red_param("average queue (packets) where early drops begin")
     max_th: NonNegative | None = _red_param("average queue (packets) where early drops reach max_p")
     max_p: OpenUnit | None = _red_param("drop probability at max_th")
-    w_q: OpenUnit | None = _red_param("EWMA weight of the average queue")
+    w_q: OpenUnit | None = _red_param("EWMA weight of the average queue, as the paper states it (the simulator "
+                                      "runs it; the lab the nearest 2**-k, k 1..16, noted in the report)")
     mean_pkt_size: Annotated[int, whole(1, 65535)] | None = Field(
         default=None, description="RED idle correction, bytes (default: tcp.packet_size + 52 header bytes)")
 
