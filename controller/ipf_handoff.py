@@ -200,7 +200,7 @@ class IpfHandoff:
         """Final routes: new BS delivering, gateway → new BS (the path is active: HANDOFF goes out),
         then the old BSs tunnel to it priority-marked for the hold time."""
         fx: list[Effect] = []
-        new, home, name = st.bs, st.host.address, st.host.name
+        new, home, name, left = st.bs, st.host.address, st.host.name, st.anchor
         assert new is not None and st.port is not None and st.mac is not None
         # the new BS before the gateway: once the gateway sends there, it delivers
         if new in st.diverts:
@@ -213,7 +213,9 @@ class IpfHandoff:
         st.handoffs += 1
         if not recovered:
             # the flush has passed the new BS's ingress (drain marker back): forwarded, flush over
-            fwd = Forwarding(min(st.flushed, 0xFFFF), 0) if st.flushed else None
+            left_sw = self.state.net.switch(left) if left is not None else None
+            signal = left_sw is None or left_sw.signal_forwarding     # the BS the MH left says it flushed
+            fwd = Forwarding(min(st.flushed, 0xFFFF), 0) if st.flushed and signal else None
             fx += self.notifier.notify(st, Event.HANDOFF, home, old_cell, self.state.cell(new), mh_at=(new, st.port),
                                        forwarding=fwd)
             if st.started is not None:

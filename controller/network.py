@@ -113,6 +113,10 @@ class Switch(DocModel):
     mac: MAC = Field(description="source MAC on non-access ports")
     cell_id: Annotated[int, whole(1, 65535)] = hidden_default(0, "BSs: cell id used in notifications "
                                                           "(default: the lowest free ids in file order)")
+    signal_forwarding: bool = Field(default=True, strict=True,
+                                    description="BSs: a HANDOFF after the flush of what this BS held for the MH "
+                                                "says so (notification revision 2, flags bit 0); false: "
+                                                "revision-1 HANDOFFs, the network before issue 20 (comparisons)")
     ports: tuple[Port, ...]
 
     def port(self, number: int) -> Port | None:
@@ -131,6 +135,13 @@ class Switch(DocModel):
         if info.data.get("role") == ROLE_GATEWAY:
             raise ValueError("only base stations have a cell id")
         return cell_id
+
+    @field_validator("signal_forwarding")
+    @classmethod
+    def _bs_signals(cls, signal: bool, info: ValidationInfo) -> bool:
+        if info.data.get("role") == ROLE_GATEWAY and not signal:
+            raise ValueError("only base stations flush for their MHs (the gateway's value is true)")
+        return signal
 
     @field_validator("ports")
     @classmethod

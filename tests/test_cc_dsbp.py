@@ -248,3 +248,39 @@ def test_after_a_recovery_at_the_handoff_returning_dummy_acks_open_cwnd() -> Non
     for k in range(3):
         _dummy_ack(cc, 1.04 + k * 0.001)
     assert ctl.cwnd == 15 * MSS          # paced by the probes, not slow start's doubling
+
+
+@pytest.mark.parametrize("scheme", ["dsbp", "dsbp-unpaced"])
+def test_a_recovery_that_outlasts_the_ramp_takes_the_probed_window_paced(scheme: str) -> None:
+    """Issue 20 (dsbp-over-ipf, 10-packet buffers): the recovery at the handoff ended one RTT later, after
+    the ramp's dummy ACKs had come back (all during the recovery), and its exit deflated cwnd to the flight
+    (8 segments) — slow start from there to the probed ssthresh overflowed the new cell's buffer. DSBP takes
+    the probed window at the exit, paced over one probe RTT; the unpaced (earlier) rule keeps the deflation."""
+    ctl = _Ctl(True)
+    cc = make_scheme(scheme)
+    cc.attach(ctl)  # type: ignore[arg-type]
+    cc.on_notify(Notification(Event.PROBE_UP, 1, MH, MH2), 0.0)
+    for k in range(30):
+        _dummy_ack(cc, 1.0 + k * 0.001)  # type: ignore[arg-type]
+    cc.on_notify(Notification(Event.HANDOFF, 2, MH, MH2), 1.03)
+    _dummy_ack(cc, 1.05)                 # type: ignore[arg-type]  # during the recovery: opens nothing
+    ctl.flight_size = 8 * MSS            # what is left in flight when the full ACK comes
+    ctl.in_recovery = False
+    cc.on_recovery_exit(1.1)             # after the ramp's end (1.03 + 60 ms)
+    if scheme == "dsbp":
+        assert ctl.cwnd == 30 * MSS
+        assert ctl.paced == [(1.1, pytest.approx(0.002), pytest.approx(1.16))]
+    else:
+        assert ctl.cwnd == 9 * MSS and ctl.paced == []
+
+
+def test_a_timeout_ends_the_handoffs_recovery_so_a_later_exit_takes_no_probed_window() -> None:
+    """The handoff's recovery ended by a timeout (dsbp-search, old path dropped: the flight died with the old
+    cell): a later, unrelated recovery's exit keeps NewReno's deflation, not the old probed window."""
+    ctl = _Ctl(True)
+    cc = _probed_handoff(ctl)
+    cc.on_rto(2.0)
+    ctl.in_recovery, ctl.flight_size, ctl.snd_una = False, 8 * MSS, ctl.snd_max   # new-path data since
+    ctl.ssthresh = 13 * MSS
+    cc.on_recovery_exit(3.0)
+    assert ctl.cwnd == 9 * MSS and ctl.paced == []

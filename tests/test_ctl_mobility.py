@@ -15,7 +15,7 @@ import yaml
 from p4handoff.controller.intents import Deliver, Forward, Punt, Release, SendToward, SetRoute, Tunnel
 from p4handoff.controller.mh_state import MobilityError, Phase
 from p4handoff.controller.mobility import Mobility
-from p4handoff.controller.network import parse_network
+from p4handoff.controller.network import NetworkError, parse_network
 from p4handoff.controller.packets import parse_ipv4
 from p4handoff.controller.registration import RegistrationRequest, ReplyCode
 from p4handoff.notify import Event
@@ -571,6 +571,31 @@ def test_handoff_notification_says_the_flight_was_forwarded_and_how_much():
     assert handoff.forwarding is not None
     assert handoff.forwarding.buffered == mob.pool["mh1"].stats.released >= buffered
     assert handoff.forwarding.flush_end_us == 0
+
+
+def test_a_silent_old_bs_gets_revision_1_handoffs_after_the_same_flush():
+    """`signal_forwarding: false` on the BS the MH leaves (the lab's column for the network before issue 20): the
+    flush is the same, the HANDOFF carries no forwarding signal, so the senders restart as they did then.
+    The gateway cannot be made silent (it flushes for no MH)."""
+    raw = raw_example()
+    next(sw for sw in raw["switches"] if sw["name"] == "bs1")["signal_forwarding"] = False
+    f, mob, logs = make(raw)
+    f.register("mh1", "bs1")
+    f.run(0.01)
+    stream(f, "mh1", 0.01, 40, 0.001)
+    f.run(0.02)
+    f.leave("mh1")
+    f.run(0.06)
+    assert len(mob.pool["mh1"]) > 0
+    f.register("mh1", "bs2")
+    f.run(1.0)
+    [_, handoff] = [n for h, n in f.notes if h == "ch"]
+    assert handoff.event is Event.HANDOFF and handoff.forwarding is None
+    assert mob.pool["mh1"].stats.released > 0
+    raw = raw_example()
+    next(sw for sw in raw["switches"] if sw["role"] == "gateway")["signal_forwarding"] = False
+    with pytest.raises(NetworkError, match="only base stations flush"):
+        parse_network(raw)
 
 
 def test_make_before_break_with_nothing_buffered_sends_no_forwarding_signal():

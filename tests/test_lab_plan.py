@@ -14,7 +14,7 @@ TRACES = Path(__file__).resolve().parent.parent / "traces"
 
 def description(p) -> dict:
     net = dict(p.network)
-    net["controller"] = {"socket": "/tmp/p4h-test.sock"}
+    net["controller"] = {**net.get("controller", {}), "socket": "/tmp/p4h-test.sock"}
     net["switches"] = [dict(s, grpc=f"127.0.0.1:{50051 + k}") for k, s in enumerate(net["switches"])]
     return net
 
@@ -94,12 +94,15 @@ def test_unsupported_topologies_are_refused_with_reasons() -> None:
         plan(sf.resolve(sf.variants[0]))
 
 
-def test_a_revision_1_network_is_the_simulators_only() -> None:
-    """The lab's controller always announces its flush: a column that needs it silent is refused, not run wrong."""
+def test_a_revision_1_base_station_tells_the_labs_controller_not_to_signal() -> None:
+    """A column with `signal_forwarding: false` on the old BS runs the lab's controller with revision-1 HANDOFFs
+    after that BS's flush; the flag-aware column leaves every BS at the default (signal)."""
     sf = load(TRACES / "combined-group-handoff.yaml")
     silent = next(v for v in sf.variants if v.label == "Bandwidth-Aware / IPF")
-    with pytest.raises(LabError, match="signal_forwarding false"):
-        plan(sf.resolve(silent, sf.points()[0]))
+    p = plan(sf.resolve(silent, sf.points()[0]))
+    assert {s["name"]: s.get("signal_forwarding") for s in p.network["switches"]} == \
+        {"gw": None, "bs_old": False, "bs_new": None}
+    net = parse_network(description(p), "combined-group-handoff.yaml")
+    assert [s.signal_forwarding for s in net.switches] == [True, False, True]
     flagged = next(v for v in sf.variants if v.label == "flag-aware Bandwidth-Aware / IPF")
-    assert plan(sf.resolve(flagged, sf.points()[0])).switches
-
+    assert all("signal_forwarding" not in s for s in plan(sf.resolve(flagged, sf.points()[0])).network["switches"])

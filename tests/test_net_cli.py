@@ -11,7 +11,7 @@ import pytest
 from p4handoff import netns
 from p4handoff.cli.main import EXIT_ERROR, EXIT_USAGE, main
 from p4handoff.wire import UDP_PORT_HANDOFF_NOTIFY
-from tests.net_support import (RECEIVER, ROOT, LinuxSink, OurReceiver, RstWatch, cli, make_path, needs_netns,
+from tests.net_support import (RECEIVER, ROOT, LinuxSink, OurReceiver, RstWatch, cli, make_path, parse, needs_netns,
                               run_cli)
 
 
@@ -127,9 +127,14 @@ def test_iw_sack_and_timestamps_flags_reach_the_connection(tmp_path):
                                   ("set", ("--iw", "1", "--no-sack", "--no-timestamps"), ("1", "sack=0 ts=0"))):
             receiver = OurReceiver(path, "--notify-port", "0")
             trace = tmp_path / f"{name}.csv"
+            launched = time.monotonic()
             sent = run_cli(path.a, "send", "--to", RECEIVER, "--bytes", "20k", "--notify-port", "0",
                            "--time-wait", "0.2", "--trace", str(trace), *flags)
+            ended = time.monotonic()
             assert sent.returncode == 0, sent.stderr
             receiver.finish()
             row = next(r for r in csv.DictReader(trace.open()) if r["event"] == "established")
             assert (str(int(row["cwnd"]) // int(row["mss"])), row["detail"]) == want
+            # the trace counts from the printed origin, on the machine's monotonic clock (the lab aligns by it)
+            origin = float(parse(sent.stdout)["trace_origin"])
+            assert launched < origin <= origin + float(row["time"]) < ended

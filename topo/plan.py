@@ -86,6 +86,7 @@ class SwitchPlan:
     mac: str
     ports: dict[int, str]       # port number -> interface in the switch's namespace
     cell_id: int = 0
+    signal_forwarding: bool = True   # BSs: the controller's HANDOFF after this BS's flush says so (revision 2)
 
 
 @dataclass(frozen=True)
@@ -241,9 +242,6 @@ def plan(scn: Scenario) -> LabPlan:
     for b in topo.base_stations:
         if any(sw not in peers[gw] for sw in lab_of[b.name]):
             problems.append(f"base station {b.name} has no link to the gateway {gw}")
-        if not b.signal_forwarding:
-            problems.append(f"base station {b.name}: signal_forwarding false (revision-1 notifications) is the "
-                            "simulator's; the lab's controller always announces its flush (docs/wire-contract.md)")
     for h in topo.correspondents:
         if h.name not in host_plans and not any(h.name in p for p in problems):
             problems.append(f"correspondent {h.name} has no link to the gateway")
@@ -295,9 +293,10 @@ def plan(scn: Scenario) -> LabPlan:
     if problems:
         raise LabError(scn.name, problems)
     plans = []
+    silent = {s for b in topo.base_stations if not b.signal_forwarding for s in lab_of[b.name]}
     for k, name in enumerate([gw, *bs_names]):
         plans.append(SwitchPlan(name, "gateway" if name == gw else "bs", str(SWITCH_NET[k + 1]), _mac(0x01, k + 1),
-                                dict(sorted(switches[name].items())), 0 if name == gw else k))
+                                dict(sorted(switches[name].items())), 0 if name == gw else k, name not in silent))
     network = _description(scn, plans, peers, host_plans, cell_ports, aqm)
     return LabPlan(plans, wires, queues, host_plans, cell_ports, bridges, network, notes)
 
@@ -331,6 +330,8 @@ def _description(scn: Scenario, switches: list[SwitchPlan], peers: dict[str, dic
                              "mac": sw.mac, "ports": ports}
         if sw.role == "bs":
             d["cell_id"] = sw.cell_id
+            if not sw.signal_forwarding:
+                d["signal_forwarding"] = False      # revision-1 HANDOFFs after this BS's flush
         out_switches.append(d)
     fixed = []
     for h in hosts.values():

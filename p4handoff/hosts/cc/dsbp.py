@@ -22,7 +22,9 @@ start continues to ssthresh. During fast recovery only ssthresh is set, so
 the recovery's inflated window is not cut under the flight (that stalled
 it until an RTO); its exit sets cwnd, and dummy ACKs returning after the
 exit open it further as above (slow start from the exit's small cwnd
-overflowed a 10-packet cell buffer). Afterwards normal NewReno: cwnd /
+overflowed a 10-packet cell buffer); with pacing the exit takes N at once,
+paced, since the ramp's dummy ACKs mostly come back during a recovery that
+lasts an RTT. Afterwards normal NewReno: cwnd /
 RTT on the new path equals the rate at which dummy ACKs came back (at most
 rwnd / RTT, the probing rate). A loss of a segment sent before the handoff
 (on the old path) keeps ssthresh at N instead of halving: it says nothing
@@ -119,7 +121,10 @@ class Dsbp(CongestionControl):
     def on_recovery_exit(self, now: float) -> None:
         super().on_recovery_exit(now)
         if self._pace_after_recovery:
+            # the probed window is taken now, paced: the exit's deflation (flight + 1) would leave slow start
+            # to reach it, and the ramp's dummy ACKs came back during the recovery, so none opens it (issue 20)
             self._pace_after_recovery = False
+            self.ctl.cwnd = max(self.ctl.cwnd, self._probed)
             self._pace_window(now)
 
     def on_loss(self, now: float) -> None:
@@ -132,6 +137,7 @@ class Dsbp(CongestionControl):
 
     def on_rto(self, now: float) -> None:
         super().on_rto(now)
+        self._pace_after_recovery = False  # the recovery the handoff came in ended by timeout, not by an exit
         if self._old_path_loss():
             self.ctl.ssthresh = self._probed
             self.ctl.trace("dsbp_old_path_loss", now, "timeout")

@@ -38,6 +38,7 @@ class TransferResult:
     sha256: str
     retransmits: int
     mss: int
+    origin: float          # time.monotonic() the trace's times count from (a lab aligns the trace by it)
     stats: DriverStats = field(default_factory=DriverStats)
 
     @property
@@ -50,6 +51,7 @@ class TransferResult:
         return [f"role: {self.role}", f"scheme: {self.scheme}", f"local: {self.local}", f"peer: {self.peer}",
                 f"bytes: {self.bytes}", f"seconds: {self.seconds:.6f}", f"goodput_mbps: {self.goodput_mbps:.3f}",
                 f"sha256: {self.sha256}", f"mss: {self.mss}", f"retransmits: {self.retransmits}",
+                f"trace_origin: {self.origin!r}",
                 f"segments_in: {s.segments_in}", f"segments_out: {s.segments_out}",
                 f"malformed_dropped: {s.malformed}", f"foreign_segments: {s.foreign}",
                 f"local_send_drops: {s.send_drops}", f"notifications: {s.notifications}",
@@ -113,7 +115,8 @@ def send(to: str, port: int, *, scheme: str, total: int | None = None, seconds: 
             done = time.monotonic()
             driver.run(conn, timeout=max(1.0, limit - (done - start)))  # FIN exchange, TIME-WAIT
             return TransferResult("sender", scheme, f"{src}:{driver.port}", f"{to}:{port}", conn.bytes_acked,
-                                  done - start, source.hash.hexdigest(), conn.retransmits, conn.mss, driver.stats)
+                                  done - start, source.hash.hexdigest(), conn.retransmits, conn.mss, t0,
+                                  driver.stats)
     finally:
         if writer is not None:
             writer.close()
@@ -153,7 +156,7 @@ def receive(port: int = DEFAULT_PORT, *, scheme: str = "newreno", out: Path | No
             driver.run(conn, timeout=max(1.0, timeout - (done - t0)), close_on_eof=True)
             return TransferResult("receiver", scheme, f"{conn.local_addr}:{port}",
                                   f"{conn.peer_home}:{conn.remote_port}", sink.count, done - opened[0],
-                                  sink.hash.hexdigest(), conn.retransmits, conn.mss, driver.stats)
+                                  sink.hash.hexdigest(), conn.retransmits, conn.mss, t0, driver.stats)
     finally:
         sink.close()
         if writer is not None:
