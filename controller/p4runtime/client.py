@@ -40,8 +40,11 @@ _MAX_MESSAGE = 256 * 1024 * 1024
 
 def write_request(p4info: Callable[[], P4Info], device_id: int, election_id: tuple[int, int],
                   updates: Iterable[tuple[UpdateType, Entity]]) -> p4runtime_pb2.WriteRequest:
-    """One Write batch as sent: TableEntry objects encoded by P4Info names (`p4info` is asked only if needed)."""
-    request = p4runtime_pb2.WriteRequest(device_id=device_id)
+    """One Write batch as sent: TableEntry objects encoded by P4Info names (`p4info` is asked only if needed).
+
+    CONTINUE_ON_ERROR (P4Runtime's default, stated): a failing update does not stop the others; the
+    switch answers each update with its own status (P4RuntimeError.updates lists the failed ones)."""
+    request = p4runtime_pb2.WriteRequest(device_id=device_id, atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR)
     request.election_id.high, request.election_id.low = election_id
     for kind, entity in updates:
         update = request.updates.add(type=UpdateType(kind))
@@ -203,9 +206,15 @@ class P4RuntimeClient:
 
     def write(self, updates: Iterable[tuple[UpdateType, Entity]], *, timeout: float | None = None) -> None:
         """Send one Write batch; P4RuntimeError.updates says which updates failed (the rest applied)."""
+        self.write_begin(updates, timeout=timeout).result()
+
+    def write_begin(self, updates: Iterable[tuple[UpdateType, Entity]], *,
+                    timeout: float | None = None) -> "PendingWrite":
+        """Send one Write batch without waiting: Writes to several switches then run at once."""
         request = write_request(self.need_p4info, self.device_id, self.election_id, updates)
-        if request.updates:
-            self._rpc("Write", self._stub.Write, request, timeout)
+        if not request.updates:
+            return PendingWrite(None)
+        return PendingWrite(self._stub.Write.future(request, timeout=self.timeout if timeout is None else timeout))
 
     def insert(self, entries: TableEntry | Sequence[TableEntry]) -> None:
         self.write((UpdateType.INSERT, e) for e in _as_list(entries))
@@ -304,6 +313,21 @@ class P4RuntimeClient:
         """The oldest unread packet-in (waiting up to `timeout` s), decoded; None if none arrived."""
         proto = self.stream.packet_in(timeout)
         return None if proto is None else decode_packet_in(self.need_p4info(), proto)
+
+
+class PendingWrite:
+    """A Write on its way; `result()` waits for the switch's answer (P4RuntimeError as `write` raises it)."""
+
+    def __init__(self, future: Any) -> None:
+        self._future = future
+
+    def result(self) -> None:
+        if self._future is None:
+            return
+        try:
+            self._future.result()
+        except grpc.RpcError as exc:
+            raise P4RuntimeError.from_rpc("Write", exc) from None
 
 
 def _as_list(entries: TableEntry | Sequence[TableEntry]) -> list[TableEntry]:
