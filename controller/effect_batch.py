@@ -31,12 +31,13 @@ marker's nonce to the dropped ones; the daemon answers those when it returns.
 """
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 from typing import Callable
 
 from p4handoff.controller.intents import Completed, Effect, Notify, PacketEffect, Release, Reply, SendToward, SetRoute
 from p4handoff.controller.network import Network
-from p4handoff.controller.packets import PacketError, marker_nonce, parse_ipv4
+from p4handoff.controller.packets import marker_nonce, parse_ipv4
 
 
 @dataclass
@@ -75,7 +76,7 @@ class EffectBatch:
 
     def __init__(self, owner: Callable[[Effect], str | None], controller_addr: str) -> None:
         self._owner = owner
-        self._controller = controller_addr
+        self._controller = ipaddress.IPv4Address(controller_addr).packed
         self._levels: list[tuple[dict[str, list[SetRoute]], list[PacketEffect | Completed]]] = []
         self._keys: list[set[tuple[str, str]]] = []       # route keys written per level
         self._end: dict[str, int] = {}                     # MH -> level its last input ended at
@@ -167,11 +168,6 @@ class EffectBatch:
         each must be punted by the one BS its MH left, so it is never stood in for)."""
         if isinstance(e, SendToward):
             return "toward", e.switch, e.peer
-        if isinstance(e, Release) and e.tunnel:
-            try:
-                if parse_ipv4(e.packet).dst != self._controller:
-                    return None
-            except PacketError:
-                return None
+        if isinstance(e, Release) and e.tunnel and e.packet[16:20] == self._controller:   # IPv4 destination
             return "tunnel", e.source, e.target
         return None
