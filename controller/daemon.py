@@ -395,11 +395,16 @@ class Daemon:
                     updates.append(update)
                     addrs.append(e.addr)
             if updates:
-                try:
-                    pending.append((name, state, updates, addrs, client.write_begin(updates)))
-                except P4RuntimeError as exc:
-                    self._write_failed(name, exc)
-        for name, state, updates, addrs, write in pending:
+                pending.append((name, state, updates, addrs, client))
+        started = []
+        for name, state, updates, addrs, client in pending:
+            try:
+                # one switch: the blocking call (a future's answer waits for its waiter to be scheduled)
+                started.append((name, state, updates, addrs, client.write_begin(updates) if len(pending) > 1
+                                else _Written(client, updates)))
+            except P4RuntimeError as exc:
+                self._write_failed(name, exc)
+        for name, state, updates, addrs, write in started:
             try:
                 write.result()
             except P4RuntimeError as exc:
@@ -616,6 +621,21 @@ class Daemon:
         st.body["telemetry_missing"] = sorted(f"{s}:{p}" for s, p in st.waiting)
         st.body["counters_missing"] = sorted(st.reading)
         st.request.respond(st.body)
+
+
+class _Written:
+    """A Write made at once with the blocking call, answering like a PendingWrite."""
+
+    def __init__(self, client: Any, updates: list) -> None:
+        self._error: P4RuntimeError | None = None
+        try:
+            client.write(updates)
+        except P4RuntimeError as exc:
+            self._error = exc
+
+    def result(self) -> None:
+        if self._error is not None:
+            raise self._error
 
 
 # a minimal Ethernet frame for telemetry probes (the switch only reads the packet_out header)
