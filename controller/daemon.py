@@ -22,10 +22,10 @@ from __future__ import annotations
 import json
 import queue
 import sys
-from collections import deque
 import threading
 import time
 import traceback
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable
