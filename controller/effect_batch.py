@@ -81,10 +81,6 @@ class EffectBatch:
         self._keys: list[set[tuple[str, str]]] = []       # route keys written per level
         self._end: dict[str, int] = {}                     # MH -> level its last input ended at
         self._last = -1                                    # highest level used
-        self.inputs = 0
-
-    def __bool__(self) -> bool:
-        return self.inputs > 0
 
     def _level(self, k: int) -> tuple[dict[str, list[SetRoute]], list[PacketEffect | Completed]]:
         while len(self._levels) <= k:
@@ -96,7 +92,6 @@ class EffectBatch:
         """One input's effects, in the order the state machine gave them."""
         if not effects:
             return
-        self.inputs += 1
         mhs = {m for m in map(self._owner, effects) if m is not None}
         if mhs:
             before = [self._end[m] for m in mhs if m in self._end]
