@@ -11,6 +11,19 @@ Three simple_switch_grpc (gateway + 2 BSs, topo/testbed.py) and the real
   handoffs_per_s  1000 registered MHs; RATE_MHS of them hand off at once
       (registrations sent back to back): handoffs / (last completion - first
       registration processed)
+  group_handoff_ms_k64_p50 / _p99  a group handoff (IPF's bus): 64 MHs, each
+      with BUFFERED packets buffered, send their registrations together; the
+      first registration sent -> the last of the 64 `handoff_active` (new BS
+      delivering, its buffer flushed and drained, gateway rerouted); 20 groups
+      ping-ponging bs1 <-> bs2
+  punt_pps / release_pps / pipeline_pps  the buffer path against the pipeline,
+      on the same switches in one run: BURST packets sent back to back to a
+      detached MH (punt_pps: first sent -> all in its buffer), released when it
+      registers at bs2 (release_pps: their arrival rate at the MH, from the
+      kernel's receive timestamps), then the same burst forwarded by the
+      pipeline gw -> bs2 -> MH (pipeline_pps, measured the same way)
+  buffer_path_vs_pipeline  min(punt_pps, release_pps) / pipeline_pps of the same round
+  (the three rates and the ratio: medians over ROUNDS bursts, the MH ping-ponging)
   status_counters_p50_ms / _max_ms  `ctl status` with the switches' counters
       (one Read per switch on controller/port_counters.py's thread), 20 rounds
   flush64_ms      completion time of a handoff with a full 64-packet buffer
@@ -20,12 +33,16 @@ Three simple_switch_grpc (gateway + 2 BSs, topo/testbed.py) and the real
   p4rt_parse100_ms  parsing that request's bytes, median of 50
   protobuf_backend  the protobuf implementation those two ran on
 (the last three need only build/bs.p4info.txtpb, not BMv2)
-`--smoke`: 3 handoffs, 20 registered MHs (the test suite's check that it runs).
+`--smoke`: 3 handoffs, 20 registered MHs, 2 groups of 8, bursts of 64 (the test suite's check that it runs).
 """
 from __future__ import annotations
 
 import argparse
+import functools
+import socket
 import statistics
+import struct
+import threading
 import sys
 import tempfile
 import time
@@ -37,12 +54,13 @@ from p4handoff.argtypes import whole_number  # noqa: E402
 from p4handoff.controller.p4runtime import P4Info, TableEntry, UpdateType  # noqa: E402
 from p4handoff.controller.p4runtime._protos import p4runtime_pb2  # noqa: E402
 from p4handoff.controller.p4runtime.client import write_request  # noqa: E402
-from p4handoff.topo.testbed import Testbed, mh_name  # noqa: E402
+from p4handoff.topo.testbed import CELL_IFACE, ETH_P_ALL, PACKET_OUTGOING, Testbed, mh_ip, mh_name, parse_udp_frame  # noqa: E402
 from p4handoff.bmv2 import bmv2_available  # noqa: E402
 from p4handoff.netns import unavailable_reason  # noqa: E402
 
 BUFFERED = 10
 STATUS_ROUNDS = 20
+SO_TIMESTAMPNS = 35       # Linux, <asm-generic/socket.h> (the socket module does not name it)
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -133,6 +151,134 @@ def handoff_rate(workdir: Path, n_mobiles: int, movers: int) -> float:
         tb.close()
 
 
+class Arrivals:
+    """The correspondent's datagrams to one MH at a host port, each with the kernel's receive time
+    (SO_TIMESTAMPNS): a burst's rate comes from when its packets arrived, not from when a reader on a
+    busy machine got to them."""
+
+    def __init__(self, tb: Testbed, iface: str, dst: str) -> None:
+        self.dst = dst
+        self.times: list[float] = []
+        self.sock = tb.mh_ns.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        self.sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        self.sock.bind((iface, 0))
+        self.sock.settimeout(0.1)
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                data, anc, _, addr = self.sock.recvmsg(65535, 64)
+            except (socket.timeout, OSError):
+                continue
+            u = parse_udp_frame(data)
+            if addr[2] == PACKET_OUTGOING or u is None or u.dst != self.dst or u.dport != 5001:
+                continue
+            for level, kind, raw in anc:
+                if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                    sec, nsec = struct.unpack("qq", raw[:16])
+                    self.times.append(sec + nsec * 1e-9)
+
+    def rate(self, count: int, timeout: float = 10.0) -> float:
+        """Packets/s over the burst (first to last arrival), once `count` arrived or none for 0.5 s."""
+        deadline, seen, quiet = time.monotonic() + timeout, -1, time.monotonic()
+        while len(self.times) < count and time.monotonic() < deadline and time.monotonic() - quiet < 0.5:
+            if len(self.times) != seen:
+                seen, quiet = len(self.times), time.monotonic()
+            time.sleep(0.01)
+        time.sleep(0.1)                   # stragglers
+        self._stop.set()
+        self._t.join(2)
+        self.sock.close()
+        t = sorted(self.times)
+        if len(t) < 2:
+            raise RuntimeError(f"{len(t)} of {count} packets arrived")
+        return (len(t) - 1) / max(t[-1] - t[0], 1e-9)
+
+
+def all_buffered(status: dict, n: int) -> bool:
+    return all(m["buffer"] >= n for m in status["mobile_hosts"])
+
+
+def group_handoffs(workdir: Path, k: int, groups: int) -> list[float]:
+    """ms from the first of k registrations sent together to the last of their handoffs active, per group."""
+    tb = Testbed(workdir, n_mobiles=k, hold_time_ms=50)
+    try:
+        tb.start()
+        tb.start_controller(timeout=120)
+        for i in range(k):
+            tb.register(i, "bs1", 1, wait_reply=0)
+        tb.wait_for(lambda s: all(m["phase"] == "attached" for m in s["mobile_hosts"]), timeout=60)
+        cells = ["bs2", "bs1"]
+        spans = []
+        for g in range(groups):
+            for i in range(k):
+                tb.ctl({"cmd": "detach", "mh": mh_name(i)})
+            for seq in range(BUFFERED):           # a round per packet: a burst of k * BUFFERED would overflow
+                for i in range(k):                # the switch's receive queue while it punts
+                    tb.hosts["ch"].send(tb.data_frame(i, g * BUFFERED + seq))
+                tb.wait_for(functools.partial(all_buffered, n=seq + 1), timeout=30)
+            base = len(tb.log_events("handoff_active"))
+            t0 = time.time()
+            for i in range(k):
+                tb.register(i, cells[g % 2], g + 2, wait_reply=0)
+            done = wait_handoffs(tb, base + k, 60)[base:]
+            spans.append((max(d["ts"] for d in done) - t0) * 1e3)
+            time.sleep(0.1)                          # the holds expire
+            for port in tb.hosts.values():
+                port.drain()
+        return spans
+    finally:
+        tb.close()
+
+
+def buffer_path(workdir: Path, burst: int, rounds: int) -> tuple[float, float, float, float]:
+    """Medians over `rounds` of (punt_pps, release_pps, pipeline_pps, min(punt, release) / pipeline), each
+    round one burst of `burst` packets (module doc), the MH ping-ponging bs1 <-> bs2: on a loaded machine the
+    rate of the moment varies more than the two paths differ, so each ratio is of the same round."""
+    tb = Testbed(workdir, n_mobiles=1, per_mh_packets=burst)
+    rows = []
+    try:
+        tb.start()
+        tb.start_controller()
+        tb.register(0, "bs1", 1)
+        cells = ["bs2", "bs1"]
+        for r in range(rounds):
+            tb.ctl({"cmd": "detach", "mh": "mh1"})
+            frames = [tb.data_frame(0, seq) for seq in range(2 * r * burst, 2 * (r + 1) * burst)]
+            t0 = time.monotonic()
+            for f in frames[:burst]:
+                tb.hosts["ch"].send(f)
+            buffered, t_last = 0, t0           # a burst can overflow a switch's receive queue: count what came
+            while buffered < burst and time.monotonic() - t_last < 0.5:
+                n = tb.mh_status(0)["buffer"]
+                if n > buffered:
+                    buffered, t_last = n, time.monotonic()
+                time.sleep(0.002)
+            if buffered < 2:
+                raise RuntimeError(f"{buffered} of {burst} packets reached the buffer")
+            punt = buffered / (t_last - t0)
+            cell = cells[r % 2]
+            released = Arrivals(tb, CELL_IFACE[cell], mh_ip(0))
+            tb.register(0, cell, r + 2, wait_reply=0)
+            wait_handoffs(tb, r + 1, 30)
+            release = released.rate(buffered)
+            time.sleep(0.1)
+            forwarded = Arrivals(tb, CELL_IFACE[cell], mh_ip(0))
+            for f in frames[burst:]:
+                tb.hosts["ch"].send(f)
+            pipeline = forwarded.rate(burst)
+            rows.append((punt, release, pipeline, min(punt, release) / pipeline))
+            print(f"# buffer path round {r}: punt {punt:.0f}, release {release:.0f}, pipeline {pipeline:.0f} pps",
+                  flush=True)
+    finally:
+        tb.close()
+    punt, release, pipeline, ratio = (statistics.median(col) for col in zip(*rows))
+    return punt, release, pipeline, ratio
+
+
 def p4rt_codec_ms(p4info_path: Path, entries: int = 100, rounds: int = 50) -> tuple[float, float]:
     """Median ms to build+serialise an `entries`-entry WriteRequest, and to parse it back."""
     p4info = P4Info.load(p4info_path)
@@ -157,10 +303,15 @@ def main() -> int:
     ap.add_argument("--handoffs", type=whole_number(1), default=100)
     ap.add_argument("--mobiles", type=whole_number(1), default=1000)
     ap.add_argument("--movers", type=whole_number(1), default=200)
-    ap.add_argument("--smoke", action="store_true", help="3 handoffs, 20 MHs, 10 movers (tests)")
+    ap.add_argument("--group", type=whole_number(1), default=64, help="MHs per group handoff")
+    ap.add_argument("--groups", type=whole_number(1), default=20)
+    ap.add_argument("--burst", type=whole_number(1), default=512, help="packets through the buffer path")
+    ap.add_argument("--rounds", type=whole_number(1), default=7, help="buffer path bursts (medians)")
+    ap.add_argument("--smoke", action="store_true", help="3 handoffs, 20 MHs, 10 movers, 2 groups of 8 (tests)")
     args = ap.parse_args()
     if args.smoke:
         args.handoffs, args.mobiles, args.movers = 3, 20, 10
+        args.group, args.groups, args.burst, args.rounds = 8, 2, 64, 2
     p4info_path = REPO / "build" / "bs.p4info.txtpb"
     if p4info_path.exists():
         from google.protobuf.internal import api_implementation
@@ -191,6 +342,15 @@ def main() -> int:
         rate = handoff_rate(tmp_path / "c", args.mobiles, args.movers)
         print(f"registered_mhs: {args.mobiles}")
         print(f"handoffs_per_s: {rate:.1f}")
+        groups = group_handoffs(tmp_path / "d", args.group, args.groups)
+        print(f"groups_measured: {len(groups)} of {args.group} MHs, {BUFFERED} packets buffered each")
+        print(f"group_handoff_ms_k{args.group}_p50: {percentile(groups, 50):.2f}")
+        print(f"group_handoff_ms_k{args.group}_p99: {percentile(groups, 99):.2f}")
+        punt, release, pipeline, ratio = buffer_path(tmp_path / "e", args.burst, args.rounds)
+        print(f"punt_pps: {punt:.0f}")
+        print(f"release_pps: {release:.0f}")
+        print(f"pipeline_pps: {pipeline:.0f}")
+        print(f"buffer_path_vs_pipeline: {ratio:.3f}")
     return 0
 
 

@@ -2,10 +2,13 @@
 
 Sessions (their own threads) post connection changes and packet-ins; the
 control socket (its own thread) posts operator requests; everything is
-handled here, in arrival order, on one thread. Effects of the mobility state
-machine are applied in order: consecutive route changes on one switch go in
-one Write, and a Write returns only once the switch applied it, so a packet
-sent after it (a drain marker, a buffer release) already meets the new route.
+handled here, in arrival order, on one thread. Packet-ins already queued
+behind the one being handled (a group's registrations, a burst of punts or
+returning markers) are handled with it and their effects flushed together
+(`effect_batch.py`): one Write per switch per step carrying every MH's route
+changes, Writes to different switches at once, each MH's effects in its own
+order. A Write returns only once the switch applied it, so a packet sent after
+it (a drain marker, a buffer release) already meets the new route.
 
 Start-up / controller restart: connect to every switch (bounded wait); a
 switch that already runs our pipeline keeps it and its entries, which are
@@ -22,16 +25,19 @@ import sys
 import threading
 import time
 import traceback
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable
 
 from p4handoff.controller.control import ControlRequest, ControlServer
 from p4handoff.controller.description_watch import DescriptionWatch
+from p4handoff.controller.effect_batch import EffectBatch, owners_in
 from p4handoff.controller.intents import Completed, Effect, PacketEffect, Release, SetRoute
 from p4handoff.controller.mh_state import MobilityError
 from p4handoff.controller.mobility import Mobility
 from p4handoff.controller.network import PORT_ACCESS, Network
+from p4handoff.controller.packets import PacketError, marker_nonce, parse_ipv4, split_ethernet
 from p4handoff.controller.p4runtime import ClientTls, P4RuntimeError, TableEntry
 from p4handoff.controller.release_fence import ReleaseFences
 from p4handoff.controller.port_counters import CounterJob, CounterReader, CountersRead
@@ -53,6 +59,7 @@ AVG_FRAC_BITS = _C["AVG_FRAC_BITS"]
 CLASSES = {"np": _C["AQM_CLASS_NP"], "prio": _C["AQM_CLASS_PRIO"], "dummy": _C["AQM_CLASS_DUMMY"]}
 AQM_MODE_NAMES = {v: name for name, v in AQM_MODES.items()} | {TELEMETRY_AQM_MODE_NONE: "none"}
 WRITE_CHUNK = 1000
+MAX_BATCH = 512          # packet-ins handled together at most before their effects are flushed
 STATUS_TIMEOUT = 1.0
 
 
@@ -110,6 +117,9 @@ class Daemon:
         self.fences = ReleaseFences()          # buffer releases journaled once their switches read them
         self._released_to: set[str] = set()    # switches given a release since the last fence
         self._status_rounds = 0
+        self._owner = owners_in(net)
+        self._held: deque[object] = deque()     # an event met while collecting a batch: handled next
+        self._followers: dict[int, tuple[float, list[int]]] = {}   # kept marker -> (until, markers it stands for)
         self.counter_reader: CounterReader | None = None
         self._stop = threading.Event()
         self.server: ControlServer | None = None
@@ -207,7 +217,7 @@ class Daemon:
         for pending in self._pending_status.values():
             timeout = min(timeout, max(0.0, pending.deadline - now))
         try:
-            ev = self.events.get(timeout=timeout)
+            ev = self._held.popleft() if self._held else self.events.get(timeout=timeout)
         except queue.Empty:
             ev = None
         try:
@@ -232,7 +242,7 @@ class Daemon:
 
     def _handle(self, ev: object) -> None:
         if isinstance(ev, PacketInEvent):
-            self._on_packet_in(ev)
+            self._on_packet_ins(ev)
         elif isinstance(ev, Connected):
             entries = self._attach_client(ev)
             if entries is not None:
@@ -314,24 +324,28 @@ class Daemon:
     # ------------------------------------------------------------------ effects
 
     def _apply(self, effects: list[Effect]) -> None:
-        batch: list[SetRoute] = []
-        for e in effects:
-            if isinstance(e, SetRoute):
-                if batch and batch[0].switch != e.switch:
-                    self._write_routes(batch)
-                    batch = []
-                batch.append(e)
-                continue
-            if batch:
-                self._write_routes(batch)
-                batch = []
-            if isinstance(e, Completed):
-                self.log("handoff_active", {"mh": e.mh,
-                                            "duration_ms": round((time.monotonic() - e.started) * 1000, 3)})
-            else:
-                self._send(e)
-        if batch:
-            self._write_routes(batch)
+        batch = self._batch()
+        batch.add(effects)
+        self._flush(batch)
+
+    def _batch(self) -> EffectBatch:
+        return EffectBatch(self._owner, self.net.controller.address)
+
+    def _flush(self, batch: EffectBatch) -> None:
+        """Every step of the batch: its Writes (one per switch, all at once), then its packet effects."""
+        now = time.monotonic()
+        self._followers = {k: v for k, v in self._followers.items() if v[0] > now}
+        for step in batch.steps():
+            self._write_step(step.writes)
+            for e in step.after:
+                if isinstance(e, Completed):
+                    self.log("handoff_active", {"mh": e.mh,
+                                                "duration_ms": round((time.monotonic() - e.started) * 1000, 3)})
+                else:
+                    self._send(e)
+            until = time.monotonic() + self.mobility.marker_s
+            for kept, dropped in step.coalesced.items():
+                self._followers[kept] = (until, dropped)
         self._fence_releases()
 
     def _fence_releases(self) -> None:
@@ -363,30 +377,56 @@ class Daemon:
         if records:
             self.mobility.pool.journal_releases(records, settled=not self.fences)
 
-    def _write_routes(self, batch: list[SetRoute]) -> None:
-        name = batch[0].switch
-        state, client = self.states[name], self.sessions[name].client
-        if state is None or client is None:
-            self.counters["dropped_effects"] += len(batch)      # the switch gets the model when it is back
-            return
-        updates = []
-        for e in batch:
-            probe = self.programmer.route_key(e.addr)
-            entry = None if e.action is None else self.programmer.route_entry(name, e.addr, e.action)
-            update = state.update_for(entry, probe)
-            if update is not None:
-                updates.append(update)
-        if not updates:
-            return
-        try:
-            client.write(updates)
-        except P4RuntimeError as exc:
-            self.counters["write_errors"] += 1
-            self.log("switch_error", {"switch": name, "during": "route write", "error": str(exc).splitlines()[0]})
-            self.states[name] = None        # unknown now: reconciled in full when it comes back
-            return
-        state.applied(updates)
-        self.counters["writes"] += len(updates)
+    def _write_step(self, writes: dict[str, list[SetRoute]]) -> None:
+        """One Write per switch, sent to all switches before waiting for any. CONTINUE_ON_ERROR: an update the
+        switch refuses is logged (`route_write_failed`) and left out of our view of it; the others stand."""
+        pending = []
+        for name, routes in writes.items():
+            state, client = self.states[name], self.sessions[name].client
+            if state is None or client is None:
+                self.counters["dropped_effects"] += len(routes)      # the switch gets the model when it is back
+                continue
+            updates, addrs = [], []
+            for e in routes:
+                probe = self.programmer.route_key(e.addr)
+                entry = None if e.action is None else self.programmer.route_entry(name, e.addr, e.action)
+                update = state.update_for(entry, probe)
+                if update is not None:
+                    updates.append(update)
+                    addrs.append(e.addr)
+            if updates:
+                pending.append((name, state, updates, addrs, client))
+        started = []
+        for name, state, updates, addrs, client in pending:
+            try:
+                # one switch: the blocking call (a future's answer waits for its waiter to be scheduled)
+                started.append((name, state, updates, addrs, client.write_begin(updates) if len(pending) > 1
+                                else _Written(client, updates)))
+            except P4RuntimeError as exc:
+                self._write_failed(name, exc)
+        for name, state, updates, addrs, write in started:
+            try:
+                write.result()
+            except P4RuntimeError as exc:
+                if not exc.updates:
+                    self._write_failed(name, exc)
+                    continue
+                failed = {u.index for u in exc.updates}
+                state.applied(u for i, u in enumerate(updates) if i not in failed)
+                self.counters["writes"] += len(updates) - len(failed)
+                self.counters["write_errors"] += len(failed)
+                for u in exc.updates:
+                    self.log("route_write_failed", {"switch": name, "addr": addrs[u.index] if u.index < len(addrs)
+                                                    else None, "code": u.code, "error": u.message})
+                continue
+            state.applied(updates)
+            self.counters["writes"] += len(updates)
+
+    def _write_failed(self, name: str, exc: P4RuntimeError) -> None:
+        """The whole Write failed (no per-update answer): what the switch holds is unknown now."""
+        self.counters["write_errors"] += 1
+        self.log("switch_error", {"switch": name, "during": "route write", "error": str(exc).splitlines()[0]})
+        self.states[name] = None        # reconciled in full when it comes back
 
     def _send(self, effect: PacketEffect) -> None:
         out = self.transmitter.packet_out(effect, self._serving)
@@ -410,21 +450,55 @@ class Daemon:
 
     # ------------------------------------------------------------------ packet-ins
 
-    def _on_packet_in(self, ev: PacketInEvent) -> None:
+    def _on_packet_ins(self, first: PacketInEvent) -> None:
+        """`first` and the packet-ins already queued behind it (at most MAX_BATCH), handled one by one in
+        arrival order, their effects flushed together: registrations sent together share Writes."""
+        batch = self._batch()
+        ev: object = first
+        for _ in range(MAX_BATCH):
+            if not isinstance(ev, PacketInEvent):
+                self._held.append(ev)
+                break
+            try:
+                self._on_packet_in(ev, batch)
+            except Exception as exc:        # as in _step, but the batch's other effects must still go out
+                self.log("internal_error", {"error": repr(exc), "event": "PacketInEvent",
+                                            "trace": traceback.format_exc(limit=8)})
+            try:
+                ev = self.events.get_nowait()
+            except queue.Empty:
+                break
+        else:
+            self._held.append(ev)
+        self._flush(batch)
+
+    def _on_packet_in(self, ev: PacketInEvent, batch: EffectBatch) -> None:
         if ev.client is not self.sessions[ev.switch].client:
             return                                  # from a session already replaced
         self.counters["packet_in"] += 1
         # timers count from handling, not arrival: an event that queued behind others must not find its
         # marker deadlines already past (a stale `now` once timed the gateway's marker out at once)
+        now = time.monotonic()
         out = dispatch(self.mobility, self.guard, self.log, ev.switch, ev.packet.metadata, ev.packet.payload,
-                       time.monotonic(), ev.at)
+                       now, ev.at)
         if out.kind == "registration":
             self.counters["registrations"] += 1
         elif out.kind == "telemetry":
             self._on_telemetry(ev.switch, ev.packet.payload)
         elif out.kind == "ignored":
             self.counters["other_punts"] += 1
-        self._apply(out.effects)
+        batch.add(out.effects)
+        if out.kind == "buffer" and self._followers:
+            for nonce in self._stood_for(ev.packet.payload):
+                batch.add(self.mobility.marker_back(ev.switch, nonce, now))
+
+    def _stood_for(self, frame: bytes) -> list[int]:
+        """The markers a returned marker stood in for (coalesced behind it, effect_batch.py)."""
+        try:
+            nonce = marker_nonce(parse_ipv4(split_ethernet(frame)[2]))
+        except PacketError:
+            return []
+        return [] if nonce is None else self._followers.pop(nonce, (0.0, []))[1]
 
     # ------------------------------------------------------------------ operator requests
 
@@ -547,6 +621,21 @@ class Daemon:
         st.body["telemetry_missing"] = sorted(f"{s}:{p}" for s, p in st.waiting)
         st.body["counters_missing"] = sorted(st.reading)
         st.request.respond(st.body)
+
+
+class _Written:
+    """A Write made at once with the blocking call, answering like a PendingWrite."""
+
+    def __init__(self, client: Any, updates: list) -> None:
+        self._error: P4RuntimeError | None = None
+        try:
+            client.write(updates)
+        except P4RuntimeError as exc:
+            self._error = exc
+
+    def result(self) -> None:
+        if self._error is not None:
+            raise self._error
 
 
 # a minimal Ethernet frame for telemetry probes (the switch only reads the packet_out header)

@@ -209,6 +209,11 @@ class Mobility:
             return []
         return self.ipf.leave(st, now, "command")
 
+    def marker_back(self, switch: str, nonce: int, now: float) -> list[Effect]:
+        """Marker `nonce` is back at `switch` without its own packet: a marker sent behind it on the same path
+        came back (the daemon coalesces markers per path, effect_batch.py)."""
+        return self.ipf.marker_back(switch, nonce, now)
+
     def packet_in(self, switch: str, packet: bytes, now: float) -> list[Effect]:
         """An IPv4 packet (decapsulated, no Ethernet) punted by `switch` for buffering."""
         try:

@@ -7,6 +7,7 @@ length field it has not checked.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import ipaddress
@@ -48,8 +49,15 @@ class Ipv4:
         return self.packet[self.header_len:]
 
 
+@functools.lru_cache(maxsize=4096)
 def _mac(text: str) -> bytes:
     return bytes.fromhex(text.replace(":", ""))
+
+
+@functools.lru_cache(maxsize=4096)
+def _packed(addr: str) -> bytes:
+    """An IPv4 address as 4 bytes, parsed strictly once per address (every release is framed with two)."""
+    return ipaddress.IPv4Address(addr).packed
 
 
 def mac_str(raw: bytes) -> str:
@@ -94,7 +102,7 @@ def parse_ipv4(packet: bytes) -> Ipv4:
 
 def ipv4_header(src: str, dst: str, proto: int, payload_len: int, dscp: int = 0, ttl: int = DEFAULT_TTL) -> bytes:
     head = struct.pack("!BBHHHBBH4s4s", 0x45, dscp << 2, IPV4_MIN + payload_len, 0, 0x4000, ttl, proto, 0,
-                       ipaddress.IPv4Address(src).packed, ipaddress.IPv4Address(dst).packed)
+                       _packed(src), _packed(dst))
     return head[:10] + struct.pack("!H", checksum(head)) + head[12:]
 
 

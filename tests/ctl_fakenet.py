@@ -16,10 +16,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
+from p4handoff.controller.effect_batch import EffectBatch, Step, owners_in
 from p4handoff.controller.intents import Completed, Deliver, Effect, Forward, Notify, Punt, Release, Reply, SendToward, SetRoute, Tunnel
 from p4handoff.controller.mobility import Mobility
 from p4handoff.controller.network import PORT_ACCESS, Network
-from p4handoff.controller.packets import parse_ipv4, parse_udp, udp_packet
+from p4handoff.controller.packets import marker_nonce, parse_ipv4, parse_udp, udp_packet
 from p4handoff.controller.registration import RegistrationReply, RegistrationRequest
 from p4handoff.notify import Notification
 
@@ -52,6 +53,8 @@ class FakeNet:
     completed: list[tuple[str, float]] = field(default_factory=list)   # (mh, registration → routes applied)
     down: bool = False                   # the controller process is dead (see `crash`)
     lost_inputs: list[str] = field(default_factory=list)   # what reached it while it was
+    batched: bool = False                # inputs queued while it was busy run together (effect_batch.py)
+    writes: list[tuple[float, str, int]] = field(default_factory=list)    # (when, switch, updates) per Write
 
     def __post_init__(self) -> None:
         self._events: list[tuple[float, int, Callable[[], None]]] = []
@@ -61,6 +64,7 @@ class FakeNet:
         self._pump_at: float | None = None
         self._timer_queued = False
         self._idents = itertools.count(1)
+        self._followers: dict[int, list[int]] = {}     # kept marker -> the markers it stood in for
         self.tables = {s.name: {} for s in self.net.switches}
         self.location = {m.name: None for m in self.net.mobile_hosts}
         self.received = {m.name: [] for m in self.net.mobile_hosts}
@@ -114,7 +118,13 @@ class FakeNet:
                     self._pump_at = self._busy_until
                     self.at(self._busy_until, self._pump)
                 return
-            self.apply(self._inbox.popleft()())
+            if not self.batched:
+                self.apply(self._inbox.popleft()())
+                continue
+            batch = EffectBatch(owners_in(self.net), self.net.controller.address)
+            while self._inbox:
+                batch.add(self._inbox.popleft()())
+            self.apply_steps(batch.steps())
 
     def apply(self, effects: list[Effect], commit: bool = True) -> None:
         """Effects in order, as the daemon does: a route write (one per run of writes to the same
@@ -127,29 +137,61 @@ class FakeNet:
             if isinstance(e, SetRoute):
                 if e.switch != prev_switch:
                     t += self.write
+                    self.writes.append((t, e.switch, 0))
+                w = self.writes[-1]
+                self.writes[-1] = (w[0], w[1], w[2] + 1)
                 prev_switch = e.switch
                 self.at(t, lambda e=e: self._install(e))
                 continue
             prev_switch = None
-            if isinstance(e, Release):
-                if e.tunnel:
-                    self.at(t + self.packet_out + self.link,
-                            lambda e=e: self._arrive(e.target, e.packet, priority=True, via="tunnel"))
-                else:
-                    self.at(t + self.packet_out,
-                            lambda e=e: self._to_port(e.target, e.port, e.packet, True, "packet-out"))
-            elif isinstance(e, SendToward):
-                self.at(t + self.packet_out + self.link,
-                        lambda e=e: self._arrive(e.peer, e.packet, priority=False, via="direct"))
-            elif isinstance(e, Notify):
-                self.notes.append((e.host, e.note))
-            elif isinstance(e, Reply):
-                self.replies.append(RegistrationReply.decode(e.payload))
-            elif isinstance(e, Completed):
-                self.completed.append((e.mh, t - e.started))
+            self._packet(e, t)
         self._busy_until = t
         if commit:
             self.mobility.pool.commit()      # as the daemon does once the packet-outs are handed on
+
+    def apply_steps(self, steps: list[Step]) -> None:
+        """A batch's steps as the daemon runs them: the step's Writes (one per switch) go out at once and
+        take one write latency; its packet effects follow; coalesced markers are remembered."""
+        t = max(self.now, self._busy_until)
+        for step in steps:
+            if step.writes:
+                t += self.write
+            for switch, routes in step.writes.items():
+                self.writes.append((t, switch, len(routes)))
+                for e in routes:
+                    self.effects.append(e)
+                    self.at(t, lambda e=e: self._install(e))
+            for e in step.after:
+                self.effects.append(e)
+                self._packet(e, t)
+            self._followers.update(step.coalesced)
+        self._busy_until = t
+        self.mobility.pool.commit()
+
+    def _packet(self, e: Effect, t: float) -> None:
+        if isinstance(e, Release):
+            if e.tunnel:
+                self.at(t + self.packet_out + self.link,
+                        lambda e=e: self._arrive(e.target, e.packet, priority=True, via="tunnel"))
+            else:
+                self.at(t + self.packet_out,
+                        lambda e=e: self._to_port(e.target, e.port, e.packet, True, "packet-out"))
+        elif isinstance(e, SendToward):
+            self.at(t + self.packet_out + self.link,
+                    lambda e=e: self._arrive(e.peer, e.packet, priority=False, via="direct"))
+        elif isinstance(e, Notify):
+            self.notes.append((e.host, e.note))
+        elif isinstance(e, Reply):
+            self.replies.append(RegistrationReply.decode(e.payload))
+        elif isinstance(e, Completed):
+            self.completed.append((e.mh, t - e.started))
+
+    def _punted(self, switch: str, packet: bytes) -> list[Effect]:
+        fx = self.mobility.packet_in(switch, packet, self.now)
+        nonce = marker_nonce(parse_ipv4(packet))
+        for other in self._followers.pop(nonce, []) if nonce is not None else []:
+            fx += self.mobility.marker_back(switch, other, self.now)
+        return fx
 
     def _install(self, e: SetRoute) -> None:
         if e.action is None:
@@ -185,7 +227,7 @@ class FakeNet:
             self.at(self.now + self.link, lambda: self._arrive(route.peer, packet, route.priority, "tunnel"))
         elif isinstance(route, Punt):
             self.at(self.now + self.punt,
-                    lambda: self.controller(lambda: self.mobility.packet_in(switch, packet, self.now),
+                    lambda: self.controller(lambda: self._punted(switch, packet),
                                             f"punt {ip.dst} {_seq(packet)}"))
 
     def _to_port(self, switch: str, port: int, packet: bytes, priority: bool, via: str) -> None:

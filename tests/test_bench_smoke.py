@@ -48,7 +48,8 @@ SMOKE = {
     "scale.py": (("sweep_speedup", "results_mb_per_run"), None),
     "spool.py": ((), None),
     "hosts_goodput.py": (("host_goodput_mbps", "host_vs_kernel_ratio"), unavailable_reason),
-    "controller.py": (("handoff_p99_ms", "punt_to_release_pps", "handoffs_per_s"), needs_bmv2),
+    "controller.py": (("handoff_p99_ms", "punt_to_release_pps", "handoffs_per_s", "group_handoff_ms_k8_p99",
+                       "release_pps", "pipeline_pps", "buffer_path_vs_pipeline"), needs_bmv2),
     "pipeline_pps.py": (("pipeline_pps", "minimal_pps", "pipeline_pps_ratio"), needs_bmv2),
     "pipeline_instructions.py": (("total_instr_ratio",), needs_valgrind),
 }

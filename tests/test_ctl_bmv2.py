@@ -207,6 +207,47 @@ def test_twenty_mobile_hosts_hand_off_concurrently(tmp_path):
         bed.close()
 
 
+@pytest.mark.timeout(600)
+def test_a_group_handoff_with_one_refused_entry_completes_the_others(tmp_path):
+    """Four MHs' registrations at bs2 together: their Deliver routes go to bs2 in one Write. bs2 already holds
+    an entry for mh2's address, put there behind the controller's back (Thrift), so that update alone is refused
+    (CONTINUE_ON_ERROR): the other three are applied and their handoffs complete in order."""
+    n_mh, per = 4, 5
+    bed = Testbed(tmp_path, n_mobiles=n_mh)
+    try:
+        bed.start()
+        bed.start_controller()
+        for i in range(n_mh):
+            bed.register(i, "bs1", 1, wait_reply=0)
+        bed.wait_for(lambda s: all(m["phase"] == "attached" for m in s["mobile_hosts"]), timeout=30)
+        bed.switches["bs2"].cli.run([f"table_add ipv4_fwd fwd_drop {mh_ip(1)}/32 =>"])
+        for i in range(n_mh):
+            assert bed.ctl({"cmd": "detach", "mh": mh_name(i)})["ok"]
+        cell2 = Collector(bed.hosts["cell2"])
+        for seq in range(per):
+            for i in range(n_mh):
+                bed.hosts["ch"].send(bed.data_frame(i, seq))
+        bed.wait_for(lambda s: all(m["buffer"] == per for m in s["mobile_hosts"]), timeout=20)
+        writes = bed.ctl({"cmd": "status", "counters": False})["counters"]["writes"]
+        for i in range(n_mh):
+            bed.register(i, "bs2", 2, wait_reply=0)
+        bed.wait_for(lambda s: sum(m["bs"] == "bs2" and m["phase"].startswith("attached")
+                                   for m in s["mobile_hosts"]) == n_mh, timeout=60)
+        time.sleep(1.0)
+        frames = cell2.stop()
+        failed = bed.log_events("route_write_failed")
+        assert [(f["switch"], f["addr"]) for f in failed] == [("bs2", mh_ip(1))], failed
+        print("refused:", failed[0]["code"], failed[0]["error"])      # PI reports BMv2's duplicate as UNKNOWN
+        for i in (0, 2, 3):
+            assert [s for s, _ in received_seqs(frames, mh_ip(i))] == list(range(per)), mh_name(i)
+        assert received_seqs(frames, mh_ip(1)) == []          # the foreign entry drops them: it was kept
+        status = bed.ctl({"cmd": "status", "counters": False})
+        assert all(sw["state"] == "up" and sw["entries"] is not None for sw in status["switches"])
+        assert status["counters"]["write_errors"] == 1 and status["counters"]["writes"] > writes
+    finally:
+        bed.close()
+
+
 def test_bad_description_is_refused_before_any_switch_is_touched(tmp_path):
     bed = Testbed(tmp_path, n_mobiles=1)
     try:

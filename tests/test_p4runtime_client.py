@@ -19,6 +19,7 @@ import pytest
 from p4handoff.controller.p4runtime import (CounterValue, EncodingError, P4Info, P4InfoError, P4RuntimeClient,
                                   P4RuntimeError, TableEntry, UpdateType, default_election_id, encode_value)
 from p4handoff.controller.p4runtime._protos import p4info_pb2, p4runtime_pb2
+from p4handoff.controller.p4runtime.client import packet_out_message
 from p4handoff.controller.p4runtime.entities import (counter_entry, decode_packet_in, encode_packet_out,
                                            encode_table_entry, normalize, register_entry)
 
@@ -227,6 +228,21 @@ def test_packet_out_and_in_metadata_by_name(info):
     pin.metadata.add(metadata_id=3, value=b"\x00")
     decoded = decode_packet_in(info, pin)
     assert (decoded.payload, decoded.metadata) == (b"abc", {"ingress_port": 3, "reason": 5})
+
+
+@pytest.mark.parametrize("size", [0, 1, 127, 128, 1500, 16384, 70000])
+def test_the_fast_packet_out_message_equals_the_encoded_one(info, size):
+    """client.packet_out frames the payload around a cached header (varint lengths across 1, 2, 3 bytes)."""
+    payload = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    headers: dict = {}
+    for meta in ({"egress_port": 2, "priority": 1}, {"egress_port": 300, "priority": 0, "_pad": 5},
+                 {"egress_port": 2, "priority": 1}):
+        expected = p4runtime_pb2.StreamMessageRequest(packet=encode_packet_out(info, payload, meta))
+        got = packet_out_message(info, payload, meta, headers)
+        assert got == expected and got.SerializeToString() == expected.SerializeToString()
+    assert len(headers) == 2
+    with pytest.raises(EncodingError, match="packet_out.egress_port"):
+        packet_out_message(info, b"x", {"egress_port": 600, "priority": 0}, headers)
 
 
 def test_p4info_loads_text_and_binary_files_and_reports_bad_ones(info, tmp_path):

@@ -298,7 +298,9 @@ class Testbed:
     def log_events(self, event: str | None = None) -> list[dict[str, Any]]:
         if not self.log_path.exists():
             return []
-        rows = [json.loads(line) for line in self.log_path.read_text().splitlines() if line.strip()]
+        text = self.log_path.read_text()
+        # the daemon may be writing a line as we read: only lines it has finished (newline) count
+        rows = [json.loads(line) for line in text[:text.rfind("\n") + 1].splitlines() if line.strip()]
         return [r for r in rows if event is None or r["event"] == event]
 
     # ---------------------------------------------------------------- hosts

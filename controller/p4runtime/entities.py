@@ -18,6 +18,8 @@ as P4Runtime requires.
 """
 from __future__ import annotations
 
+import weakref
+
 import enum
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -272,13 +274,22 @@ def encode_packet_out(p4info: P4Info, payload: bytes,
 
 def decode_packet_in(p4info: P4Info, proto: p4runtime_pb2.PacketIn) -> PacketIn:
     """PacketIn with the `packet_in` header fields by name (padding left out)."""
-    header = p4info.controller_metadata("packet_in")
-    fields = {m.id: m for m in header.metadata}
+    fields = _packet_in_fields(p4info)
     metadata = {}
     for m in proto.metadata:
-        field = fields.get(m.metadata_id)
-        if field is None:
-            metadata[f"id{m.metadata_id}"] = decode_int(m.value)
-        elif not is_padding(field):
-            metadata[field.name] = decode_int(m.value)
+        name = fields.get(m.metadata_id, f"id{m.metadata_id}")
+        if name:
+            metadata[name] = decode_int(m.value)
     return PacketIn(proto.payload, metadata)
+
+
+_PACKET_IN_FIELDS: "weakref.WeakKeyDictionary[P4Info, dict[int, str]]" = weakref.WeakKeyDictionary()
+
+
+def _packet_in_fields(p4info: P4Info) -> dict[int, str]:
+    """`packet_in` field id -> name ("" for padding), once per P4Info: it runs for every punted packet."""
+    fields = _PACKET_IN_FIELDS.get(p4info)
+    if fields is None:
+        header = p4info.controller_metadata("packet_in")
+        fields = _PACKET_IN_FIELDS[p4info] = {m.id: "" if is_padding(m) else m.name for m in header.metadata}
+    return fields
