@@ -39,10 +39,11 @@ from p4handoff.controller.mobility import Mobility
 from p4handoff.controller.network import PORT_ACCESS, Network
 from p4handoff.controller.packets import PacketError, marker_nonce, parse_ipv4, split_ethernet
 from p4handoff.controller.p4runtime import ClientTls, P4RuntimeError, TableEntry
-from p4handoff.controller.release_fence import ReleaseFences
+from p4handoff.controller.release_credit import ReleaseCredit
+from p4handoff.controller.release_fence import FENCE_TIMEOUT, ReleaseFences
 from p4handoff.controller.port_counters import CounterJob, CounterReader, CountersRead
 from p4handoff.controller.programmer import Programmer
-from p4handoff.controller.punts import dispatch
+from p4handoff.controller.punts import REASON_TELEMETRY, dispatch
 from p4handoff.controller.registration_auth import RegistrationGuard
 from p4handoff.controller.replay_journal import ReplayJournal
 from p4handoff.controller.session import BadPacketIn, Connected, Lost, PacketInEvent, SwitchSession, expected_cookie
@@ -112,10 +113,11 @@ class Daemon:
                          for s in net.switches}
         self.states: dict[str, SwitchState | None] = {s.name: None for s in net.switches}
         self.counters = {"packet_in": 0, "packet_out": 0, "writes": 0, "write_errors": 0, "dropped_effects": 0,
-                         "registrations": 0, "other_punts": 0}
+                         "registrations": 0, "other_punts": 0, "credit_waits": 0, "credit_wait_us": 0}
         self._pending_status: dict[int, _PendingStatus] = {}      # round id -> round waiting for answers
         self.fences = ReleaseFences()          # buffer releases journaled once their switches read them
         self._released_to: set[str] = set()    # switches given a release since the last fence
+        self.credit = ReleaseCredit()          # packet-outs per switch not yet seen read (release_credit.py)
         self._status_rounds = 0
         self._owner = owners_in(net)
         self._held: deque[object] = deque()     # an event met while collecting a batch: handled next
@@ -287,6 +289,7 @@ class Daemon:
         self.states[ev.switch] = None
         session.last_error = ev.reason
         self.log("switch_down", {"switch": ev.switch, "reason": ev.reason})
+        self.credit.forget(ev.switch)
         session.reconnect()
 
     def _desired(self, name: str) -> list[TableEntry]:
@@ -347,6 +350,26 @@ class Daemon:
             for kept, dropped in step.coalesced.items():
                 self._followers[kept] = (until, dropped)
         self._fence_releases()
+        for name in self.sessions:
+            if self.credit.uncovered(name):
+                self._probe(name, fence=False)      # its answer returns the credit before the next flush
+
+    def _fence_port(self, name: str) -> int | None:
+        """Where fence and credit probes go: a port no status round probes (status probes access ports)."""
+        sw = self.net.switch(name)
+        return next((p.number for p in sw.ports if p.role != PORT_ACCESS), None) if sw else None
+
+    def _probe(self, name: str, fence: bool) -> int | None:
+        """A telemetry probe to the switch's fence port, after everything sent to it; the port, None if not sent."""
+        client, port = self.sessions[name].client, self._fence_port(name)
+        if client is None or port is None:
+            return None
+        try:
+            client.packet_out(_PROBE_FRAME, egress_port=port, mark_priority=0, lookup=0, telemetry=1)
+        except P4RuntimeError:
+            return None                 # gone: what went to it is lost with it, nothing waits for it
+        self.credit.probe_sent(name, fence)
+        return port
 
     def _fence_releases(self) -> None:
         """Journal the releases above once every switch they went to has read them (release_fence.py):
@@ -357,17 +380,40 @@ class Daemon:
             return
         probes = set()
         for name in switches:
-            client, sw = self.sessions[name].client, self.net.switch(name)
-            port = next((p.number for p in sw.ports if p.role != PORT_ACCESS), None) if sw else None
-            if client is None or port is None:
-                continue
-            try:
-                client.packet_out(_PROBE_FRAME, egress_port=port, mark_priority=0, lookup=0, telemetry=1)
+            port = self._probe(name, fence=True)
+            if port is not None:
                 probes.add((name, port))
-            except P4RuntimeError:
-                pass                    # gone: what went to it is lost with it, the fence does not wait
         self.fences.open(records, probes, time.monotonic())
         self._settle_fences()
+
+    def _await_credit(self, name: str) -> None:
+        """Wait until the switch has read enough packet-outs for one more (release_credit.py). Other events
+        met meanwhile are held, in order, for the loop; a switch that does not answer in FENCE_TIMEOUT is
+        given its credit back (it is gone or restarting: what went to it is lost with it either way)."""
+        if self.credit.uncovered(name) and self._probe(name, fence=False) is None:
+            return
+        started = time.monotonic()
+        deadline = started + FENCE_TIMEOUT
+        while self.credit.exhausted(name):
+            left = deadline - time.monotonic()
+            try:
+                ev = self.events.get(timeout=left) if left > 0 else None
+            except queue.Empty:
+                ev = None
+            if ev is None or (isinstance(ev, Lost) and ev.switch == name):
+                if ev is not None:
+                    self._held.append(ev)
+                self.log("release_credit_timeout", {"switch": name, "in_flight": self.credit.in_flight(name)})
+                self.credit.forget(name)
+                return
+            if (isinstance(ev, PacketInEvent) and ev.switch == name and ev.client is self.sessions[name].client
+                    and ev.packet.metadata.get("reason") == REASON_TELEMETRY):
+                self.counters["packet_in"] += 1
+                self._on_telemetry(name, ev.packet.payload)
+            else:
+                self._held.append(ev)
+        self.counters["credit_waits"] += 1
+        self.counters["credit_wait_us"] += round((time.monotonic() - started) * 1e6)
 
     def _settle_fences(self) -> None:
         records, expired = self.fences.settle(time.monotonic())
@@ -434,8 +480,11 @@ class Daemon:
         if client is None or not self._serving(out.switch):
             self.counters["dropped_effects"] += 1
             return
+        if self.credit.exhausted(out.switch):
+            self._await_credit(out.switch)
         try:
             client.packet_out(out.frame, **out.metadata())
+            self.credit.sent(out.switch)
         except P4RuntimeError as exc:
             self.counters["dropped_effects"] += 1
             self.log("switch_error", {"switch": out.switch, "during": "packet-out", "error": str(exc).splitlines()[0]})
@@ -457,7 +506,7 @@ class Daemon:
         ev: object = first
         for _ in range(MAX_BATCH):
             if not isinstance(ev, PacketInEvent):
-                self._held.append(ev)
+                self._held.appendleft(ev)
                 break
             try:
                 self._on_packet_in(ev, batch)
@@ -465,11 +514,11 @@ class Daemon:
                 self.log("internal_error", {"error": repr(exc), "event": "PacketInEvent",
                                             "trace": traceback.format_exc(limit=8)})
             try:
-                ev = self.events.get_nowait()
+                ev = self._held.popleft() if self._held else self.events.get_nowait()   # held ones are older
             except queue.Empty:
                 break
         else:
-            self._held.append(ev)
+            self._held.appendleft(ev)
         self._flush(batch)
 
     def _on_packet_in(self, ev: PacketInEvent, batch: EffectBatch) -> None:
@@ -601,9 +650,12 @@ class Daemon:
             return
         t = TELEMETRY.unpack(payload)
         port = t.port
-        if self.fences.answer(switch, port):
-            self._settle_fences()
-            return
+        if port == self._fence_port(switch):
+            fence = self.credit.answered(switch)
+            if fence and self.fences.answer(switch, port):
+                self._settle_fences()
+            if fence is not None:
+                return
         st = next((r for _, r in sorted(self._pending_status.items()) if (switch, port) in r.waiting), None)
         if st is None:
             self.log("packet_in_ignored", {"switch": switch, "port": port,

@@ -51,6 +51,8 @@ SMOKE = {
     "controller.py": (("handoff_p99_ms", "punt_to_release_pps", "handoffs_per_s", "group_handoff_ms_k8_p99",
                        "release_pps", "pipeline_pps", "buffer_path_vs_pipeline"), needs_bmv2),
     "pipeline_pps.py": (("pipeline_pps", "minimal_pps", "pipeline_pps_ratio"), needs_bmv2),
+    "packet_out_burst.py": (("delivered_burst_d64", "delivered_credit_d64", "pps_credit_d4096", "in_order"),
+                            needs_bmv2),
     "pipeline_instructions.py": (("total_instr_ratio",), needs_valgrind),
 }
 
