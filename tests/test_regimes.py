@@ -205,9 +205,10 @@ def test_ucc_loss_gains_half_again_over_newreno_on_a_lossy_link(tmp_path: Path) 
 def test_ucc_friendliness_keeps_newreno_its_share_and_gains_on_a_lossy_link(tmp_path: Path) -> None:
     """At 1 % loss both of the file's claims hold. The total's claim (at least NewReno + NewReno's) sits at 1.0,
     where a UCC reduced to NewReno lands too (0.96 here), so its effect is guarded with a margin: at least 1.2x
-    (measured 1.61), which UCC without its one-way delays does not reach. (Friendliness does not need UCC's
-    rule on a lossy link: the link is not full, UCC's utilisation stays below alpha and it never halves; with
-    the rule removed, alpha = 1, NewReno keeps the same share.)"""
+    (measured 1.61), which UCC without its one-way delays does not reach. (Friendliness barely needs UCC's
+    rule on a lossy link: the link is not full, so UCC's utilisation rarely exceeds alpha; with the rule
+    removed, alpha = 1, NewReno keeps about the same share: 0.79x vs 0.83x at 1 %, 1.10x vs 1.08x at 2 %,
+    0.94x both at 5 %, 30 s runs.)"""
     gain: dict[str, Any] = {"claim": "the total with UCC is at least 1.2x the total with NewReno",
                             "ratio": ["UCC", "NewReno"], "metric": "total_throughput", "at_least": 1.2}
     doc = read_document(TRACES / "ucc-friendliness.yaml")
