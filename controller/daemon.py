@@ -38,7 +38,7 @@ from p4handoff.controller.port_counters import CounterJob, CounterReader, Counte
 from p4handoff.controller.programmer import Programmer
 from p4handoff.controller.punts import dispatch
 from p4handoff.controller.registration_auth import RegistrationGuard
-from p4handoff.controller.replay_journal import ReplayJournal
+from p4handoff.controller.replay_journal import NotificationSequence, ReplayJournal
 from p4handoff.controller.session import BadPacketIn, Connected, Lost, PacketInEvent, SwitchSession, expected_cookie
 from p4handoff.controller.spool import Spool
 from p4handoff.controller.targets import program_for
@@ -128,7 +128,7 @@ class Daemon:
         self.server.start()
         try:
             spooled = self.spool.open() if self.spool is not None else []
-            bounds = self.replay.open() if self.guard.enforcing else {}
+            bounds = self.replay.open()
         except OSError:
             self.server.stop()
             if self.spool is not None:
@@ -137,6 +137,7 @@ class Daemon:
         if self.spool is not None and self.spool.torn_bytes:
             self.log("spool_torn", {"path": str(self.spool.path), "bytes": self.spool.torn_bytes,
                                     "reason": "a record the previous controller did not finish writing"})
+        self.mobility.notifier.sequence = NotificationSequence(self.replay)    # not reset by a restart
         self.mobility.restore_buffers(spooled)
         self.counter_reader = CounterReader(self.events.put)
         self.log("controller_start", {"switches": [s.name for s in self.net.switches], "socket": self.socket_path,
