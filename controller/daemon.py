@@ -80,6 +80,10 @@ class _PendingStatus:
     reading: set[str] = field(default_factory=set)                  # switches whose counters are being read
 
 
+UNAUTHENTICATED_WARNING = ("controller.auth is none: registrations and notifications are NOT authenticated; any "
+                           "host in a cell can move another MH's traffic or make a sender restart")
+
+
 class Daemon:
     def __init__(self, net: Network, log: Callable[[str, dict[str, Any]], None] | None = None,
                  socket_path: str | None = None, startup_timeout: float = 10.0,
@@ -128,7 +132,7 @@ class Daemon:
         self.server.start()
         try:
             spooled = self.spool.open() if self.spool is not None else []
-            bounds = self.replay.open()
+            self.replay.open()
         except OSError:
             self.server.stop()
             if self.spool is not None:
@@ -142,9 +146,12 @@ class Daemon:
         self.counter_reader = CounterReader(self.events.put)
         self.log("controller_start", {"switches": [s.name for s in self.net.switches], "socket": self.socket_path,
                                       "mobile_hosts": len(self.net.mobile_hosts)})
-        self.log("registration_authentication", {"keys": self.net.controller.keys, "replay_bounds": len(bounds)}
-                 if self.guard.enforcing else {"keys": None, "warning": "registrations are NOT authenticated: any "
-                                                "host in a cell can move another MH's traffic (controller.keys)"})
+        if self.guard.enforcing:
+            self.log("registration_authentication", {"auth": "keys", "keys": self.net.controller.keys,
+                                                     "replay_bounds": len(self.guard.journal.mh_bounds())})
+        else:
+            self.log("registration_authentication", {"auth": "none", "warning": UNAUTHENTICATED_WARNING})
+            print(f"WARNING: {UNAUTHENTICATED_WARNING}", file=sys.stderr, flush=True)
         try:
             self._startup()
             while not self._stop.is_set():

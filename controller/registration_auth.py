@@ -17,8 +17,9 @@ bits, §5.7.1), counted per kind, and logged at most `LOG_BURST` lines per
 kind per `LOG_PERIOD` seconds, with how many were suppressed in between.
 Replies to a home address with a key carry the extension too (§3.4).
 
-A network description without `controller.keys` turns all of this off
-(`RegistrationGuard(keys=None)`): the old behaviour, logged at start.
+Only a description that says `controller.auth: none` turns all of this off
+(`RegistrationGuard(keys=None)`), logged as a warning at start; without that
+opt-out a description must name a key file (controller/network.py).
 """
 from __future__ import annotations
 

@@ -75,6 +75,10 @@ class ReplayJournal:
         self._compact()
         return dict(self.bounds)
 
+    def mh_bounds(self) -> dict[str, int]:
+        """The registration bounds alone (without the notification sequence's)."""
+        return {k: v for k, v in self.bounds.items() if k != NOTIFICATION_SEQ}
+
     def bound(self, mh: str) -> int:
         return self.bounds.get(mh, 0)
 
