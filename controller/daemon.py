@@ -485,6 +485,7 @@ class Daemon:
                                 "buffer_limit": self.net.buffer.total_packets,
                                 "counters": dict(self.counters, unknown_punts=self.mobility.unknown_punts),
                                 "registrations_unauthenticated": dict(self.guard.rejected),
+                                "refusal_replies_suppressed": self.guard.replies_suppressed,
                                 "ports": []}
         self._status_rounds += 1
         pending = _PendingStatus(req, time.monotonic() + STATUS_TIMEOUT, body, self._status_rounds)
