@@ -161,7 +161,7 @@ class Testbed:
         for every host, named by the description, and the MHs sign their registrations (False: the
         description says `auth: none`). `tls`: a lab CA in
         `workdir/pki` (p4handoff.lab_ca), P4Runtime over TLS with mutual authentication."""
-        self.workdir = Path(workdir)
+        self.workdir = Path(workdir).resolve()      # the description names files in it: relative to itself otherwise
         self.n_mobiles = n_mobiles
         self.lab = Sandbox("ctl")
         self.fab = self.lab.namespace("fab")
