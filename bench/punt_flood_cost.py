@@ -1,0 +1,82 @@
+"""Where a punt flood's cost goes: registration latency at bs2 while bs1's cell is flooded, per kind of flood.
+
+    sudo .venv/bin/python bench/punt_flood_cost.py [--blocks B] [--budget PPS BURST] [--smoke]
+
+One testbed (topo/testbed.py, keys and TLS on), one run. For each kind of
+flood, mh2's refreshes at bs2 are timed (and a `ctl status` after each: the
+controller's event-loop latency) in blocks of 25, alternately without and
+with the flood, B times (p4handoff.reliability.punt_flood.FloodBench.paired:
+the machine is shared, its load drifts, alternating puts the drift on both
+sides). The floods, all of the same 256 frames:
+
+- `punt`:        registrations for mh1 from a process of its own, as fast as
+                 it can (what `make security` measures); P = the rate it reached;
+- `malformed@P`: the same frames with IPv4 version 5 at P frames/s: BMv2's
+                 parser rejects them, nothing is metered or punted;
+- `unswitched@P`: the same frames at P onto a veth pair with no switch behind
+                 it: the flooding process and its kernel path alone;
+- `busy@C`:      no packets: a process spinning C of one core, C = the CPU the
+                 `punt` flood added (bs1, the flooder, the controller's increase);
+- `thread`:      the registrations from a thread of this process, as fast as it
+                 can (how `make security` flooded before issue 23's second round).
+
+Printed per flood: its rate, how many frames reached the controller, p50/p99
+without and with it, p99's ratio, and the CPU each process used (cores).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+from p4handoff.reliability.punt_flood import BLOCKS, PER_BLOCK, Burner, FloodBench, Flooder, Phase, ThreadFlooder, flood_frames, \
+    percentile
+
+
+def run(blocks: int, per_block: int, seed: int, budget: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    rng = random.Random(seed)
+    frames = {kind: flood_frames(kind, rng) for kind in ("punt", "malformed")}
+    with tempfile.TemporaryDirectory(prefix="p4h-floodcost-") as tmp, FloodBench(Path(tmp), budget) as bench:
+        def pair(name: str, make: Callable[[], Flooder | ThreadFlooder]) -> Phase:
+            base, loaded = bench.paired(name, make, blocks, per_block)
+            b99, l99 = (percentile(p.registrations_ms, 0.99) if p.registrations_ms else None for p in (base, loaded))
+            row: dict[str, Any] = {"flood": name, "unloaded": base.row(), "flooded": loaded.row(),
+                                   "p99_ratio": round(l99 / b99, 2) if b99 and l99 else None}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            return loaded
+
+        punt = pair("punt", lambda: Flooder(bench.socket_for("punt"), frames["punt"]))
+        pps = punt.flood_pps
+        share = round(sum(punt.cores.get(k, 0.0) for k in ("bs1", "flooder", "controller"))
+                      - rows[-1]["unloaded"]["cores"].get("controller", 0.0), 2)
+        pair(f"busy@{share}", lambda: Burner(share))
+        pair(f"malformed@{pps}", lambda: Flooder(bench.socket_for("malformed"), frames["malformed"], pps))
+        pair(f"unswitched@{pps}", lambda: Flooder(bench.socket_for("unswitched"), frames["punt"], pps))
+        pair("thread", lambda: ThreadFlooder(bench.socket_for("punt"), frames["punt"]))
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--blocks", type=int, default=BLOCKS, help="alternations of 25 registrations without/with")
+    ap.add_argument("--seed", type=int, default=23)
+    ap.add_argument("--budget", type=int, nargs=2, metavar=("PPS", "BURST"),
+                    help="the description's punt_budget (default: its default)")
+    ap.add_argument("--smoke", action="store_true", help="one alternation of 5 registrations per flood")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    budget = {"packets_per_s": args.budget[0], "burst": args.budget[1]} if args.budget else None
+    rows = run(1 if args.smoke else args.blocks, 5 if args.smoke else PER_BLOCK, args.seed, budget)
+    for r in rows:
+        print(f"flood_{r['flood'].split('@')[0]}_p99_ratio: {r['p99_ratio']}")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
