@@ -282,7 +282,7 @@ class BufferLimits(DocModel):
 
 
 class Network(DocModel):
-    controller: ControllerConfig = Field(default_factory=lambda: ControllerConfig())
+    controller: ControllerConfig = Field(default_factory=dict, validate_default=True)   # validated: keys are required
     priority_dscp: Annotated[int, whole(0, 63)] = Field(default=DSCP_IPF_PRIORITY_DEFAULT,
                                                         description="the IPF codepoint (0 and LE are reserved)")
     buffer: BufferLimits = Field(default_factory=lambda: BufferLimits())
