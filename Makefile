@@ -7,7 +7,7 @@ BUILD := build
 P4_MAIN := p4src/v1model/bs.p4
 P4_SOURCES := $(wildcard p4src/v1model/*.p4 p4src/include/*.p4)
 
-.PHONY: setup toolchain toolchain-tofino protos compile clean-compiled wheel wheel-compiled lint venv-ready build build-tofino tofino-resources test test-quick unit ptf clean fuzz security chaos chaos-testbed bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-punt-flood bench-scale
+.PHONY: setup toolchain toolchain-tofino protos compile clean-compiled wheel wheel-compiled lint venv-ready build build-tofino tofino-resources testgen testgen-tofino test test-quick unit ptf clean fuzz security chaos chaos-testbed bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-punt-flood bench-scale
 
 setup: ## install everything installable from apt and PyPI; report what is missing
 	bash scripts/setup.sh
@@ -115,6 +115,16 @@ unit: venv-ready ## the tests that need neither BMv2 nor namespaces (slow ones i
 
 ptf: build ## the PTF suite against BMv2 alone
 	$(PY) -m pytest -v tests/test_ptf.py
+
+# P4Testgen (issue 22, docs/testgen.md): tests generated from the P4 programs, replayed on BMv2 (needs p4testgen
+# from `make toolchain-tofino`, root). TESTGEN_MAX_TESTS=0 runs until P4Testgen finds no more paths.
+TESTGEN_MAX_TESTS ?= 200
+TESTGEN_SEED ?= 1
+testgen: build ## P4Testgen (bmv2) on bs.p4, every test replayed on simple_switch_grpc; prints testgen_* and coverage
+	$(PY) -m p4handoff.testgen bmv2 --max-tests $(TESTGEN_MAX_TESTS) --seed $(TESTGEN_SEED)
+
+testgen-tofino: build ## P4Testgen (tofino, tofino2) on bs_tna.p4, each test replayed through bs.p4 on BMv2; prints tofino_* figures
+	$(PY) -m p4handoff.testgen tofino tofino2 --max-tests $(TESTGEN_MAX_TESTS) --seed $(TESTGEN_SEED)
 
 bench-pipeline: build ## packets/s of p4src/v1model/bs.p4 vs bench/minimal.p4 on the same BMv2 (needs root)
 	$(PY) bench/pipeline_pps.py

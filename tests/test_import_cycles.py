@@ -127,12 +127,13 @@ def test_the_walk_sees_function_level_relative_and_type_checking_imports(tmp_pat
 
 
 # The layers, top down: the `p4handoff` command (p4handoff.cli, __main__); fuzzing and chaos
-# (p4handoff.reliability), which drive labs and testbeds; the lab that runs scenarios (p4handoff.lab); the
+# (p4handoff.reliability), which drive labs and testbeds, and P4Testgen's replay (p4handoff.testgen), which drives
+# switches through the controller's P4Runtime client; the lab that runs scenarios (p4handoff.lab); the
 # topologies it runs on (p4handoff.topo: testbed, Mininet network, plan, emulator, launchers); scenario files
 # (p4handoff.scenario); the controller and the hosts (p4handoff.controller, p4handoff.hosts); and the shared base
 # (every other p4handoff.* module: wire contract, documents, BMv2 and namespace infrastructure). A module imports
 # only its own layer or those below it; the controller and the hosts do not import each other.
-LAYERS = {"cli": 6, "__main__": 6, "reliability": 5, "lab": 4, "topo": 3, "scenario": 2, "controller": 1, "hosts": 1}
+LAYERS = {"cli": 6, "__main__": 6, "reliability": 5, "testgen": 5, "lab": 4, "topo": 3, "scenario": 2, "controller": 1, "hosts": 1}
 
 
 def _layer(module: str) -> tuple[int, str]:

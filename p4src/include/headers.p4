@@ -16,7 +16,7 @@ typedef bit<9>  port_t;
 /* Switch -> controller. P4Runtime strips it into PacketIn.metadata. */
 @controller_header("packet_in")
 header packet_in_t {
-    bit<9> ingress_port;   /* where the packet came from (telemetry: the port probed) */
+    bit<9> ingress_port;   /* where the packet came from (telemetry: the CPU port; telemetry.port is the port probed) */
     bit<8> reason;         /* PUNT_REASON_* */
     bit<7> _pad;
 }

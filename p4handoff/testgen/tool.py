@@ -1,0 +1,131 @@
+"""Running p4testgen and reading its report: how many tests, how many it aborted, its statement coverage
+and the statements it did not cover.
+
+The figures come from p4testgen's own output (p4c 1.2.5.16,
+backends/p4tools/modules/testgen/lib/test_backend.cpp and midend/coverage.cpp):
+`============ Test N: Nodes covered: C (v/n) ============` per emitted test
+(with `--track-coverage STATEMENTS`), `Output port tainted - Aborting Test`
+per aborted path, and with `--print-coverage` a `Not covered program nodes:`
+list after each test, one `\\t<file>\\<line>: <statement>` per node.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+P4TESTGEN = "p4testgen"
+
+
+@dataclass(frozen=True)
+class Target:
+    """One P4Testgen target as we run it: what to pass and which back end writes what we read."""
+
+    name: str                   # --target
+    arch: str                   # --arch
+    backend: str                # --test-backend
+    defines: tuple[str, ...] = ()
+
+
+# The TNA CPU port is a build constant (docs/tofino.md, difference 11). P4Testgen's Tofino STF back end only
+# uses ports below 64 (pipe 0; targets/tofino/shared_program_info.cpp, getBackendConstraint), so the default
+# 64 would make every punt and packet-out path untestable: the harness builds with port 9 (data ports 1..8).
+TESTGEN_TNA_CPU_PORT = 9
+BMV2 = Target("bmv2", "v1model", "PROTOBUF")
+TOFINO = Target("tofino", "tna", "STF", (f"TNA_CPU_PORT={TESTGEN_TNA_CPU_PORT}",))
+TOFINO2 = Target("tofino2", "t2na", "STF", (f"TNA_CPU_PORT={TESTGEN_TNA_CPU_PORT}",))
+
+
+@dataclass
+class Report:
+    """What one p4testgen run printed about itself."""
+
+    tests: int = 0              # tests written
+    aborted: int = 0            # paths ended with a tainted output port: no test
+    covered: int = 0            # statements covered / coverable, P4Testgen's own count
+    coverable: int = 0
+    uncovered: list[str] = field(default_factory=list)   # "<file>\\<line>: <statement>"
+    unimplemented: list[str] = field(default_factory=list)  # warnings: paths given up on
+
+    @property
+    def coverage(self) -> float | None:
+        return self.covered / self.coverable if self.coverable else None
+
+
+_TEST_RE = re.compile(r"=+ Test (\d+): Nodes covered: [0-9.e+-]+ \((\d+)/(\d+)\) =+")
+_PLAIN_TEST_RE = re.compile(r"=+ Test (\d+)(?:: No coverable nodes)? =+$")
+_ABORT_RE = re.compile(r"=+ Test \d+: Output port tainted - Aborting Test =+")
+_UNIMPL_RE = re.compile(r"Path encountered unimplemented feature\. Message: (.*)")
+_NODE_RE = re.compile(r"(\S+\\\d+: .*)$")
+
+
+def parse_report(output: str) -> Report:
+    """The figures of one run's combined stdout and stderr."""
+    report = Report()
+    nodes: list[str] | None = None
+    for line in output.splitlines():
+        if m := _TEST_RE.search(line):
+            report.tests += 1
+            report.covered, report.coverable = int(m.group(2)), int(m.group(3))
+        elif _PLAIN_TEST_RE.search(line):
+            report.tests += 1
+        elif _ABORT_RE.search(line):
+            report.aborted += 1
+        elif m := _UNIMPL_RE.search(line):
+            report.unimplemented.append(m.group(1).strip())
+        if "Not covered program nodes:" in line:
+            nodes = []
+            report.uncovered = nodes
+        elif nodes is not None and (m := _NODE_RE.search(line)) and "Covered program nodes" not in line:
+            nodes.append(m.group(1))
+        elif "Covered program nodes:" in line or "=====" in line:
+            nodes = None
+    return report
+
+
+def available() -> str | None:
+    """Why p4testgen cannot run here, or None."""
+    if shutil.which(P4TESTGEN) is None:
+        return (f"'{P4TESTGEN}' is not on PATH (p4c's backends/p4tools; `make toolchain-tofino` builds it, "
+                "README 'P4 toolchain')")
+    return None
+
+
+def command(target: Target, program: Path, out_dir: Path, *, max_tests: int, seed: int,
+            port_ranges: str, packet_bits: str = "112:12000",
+            include_dirs: Sequence[Path] = ()) -> list[str]:
+    """The p4testgen command line. Statement coverage with the greedy path selection (it aims at
+    statements not yet covered); ports restricted to those the replay has; packets at least an
+    Ethernet header long (AF_PACKET cannot send less)."""
+    args = [P4TESTGEN, "--target", target.name, "--arch", target.arch, "--std", "p4-16",
+            "--test-backend", target.backend, "--out-dir", str(out_dir), "--max-tests", str(max_tests),
+            "--seed", str(seed), "--track-coverage", "STATEMENTS", "--print-coverage",
+            "--path-selection", "GREEDY_STATEMENT_SEARCH", "--port-ranges", port_ranges,
+            "--packet-size-range", packet_bits, "--test-name", program.stem]
+    args += [f"-D{d}" for d in target.defines]
+    args += [a for d in include_dirs for a in ("-I", str(d))]
+    return [*args, str(program)]
+
+
+def run(args: Sequence[str], log: Path, timeout: float) -> Report:
+    """Run p4testgen, keep its output in `log`, return its report; RuntimeError if it failed."""
+    out_dir = Path(args[args.index("--out-dir") + 1])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for old in out_dir.iterdir():   # tests of an earlier run must not be replayed with this one's report
+        if old.suffix in (".txtpb", ".stf"):
+            old.unlink()
+    try:
+        done = subprocess.run(list(args), capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        partial = "".join(o.decode(errors="replace") if isinstance(o, bytes) else o or "" for o in (exc.stdout, exc.stderr))
+        log.write_text(f"{' '.join(args)}\n(timed out after {timeout} s)\n{partial}")
+        raise RuntimeError(f"p4testgen did not finish within {timeout:.0f} s (log: {log})") from None
+    output = done.stdout + done.stderr
+    log.write_text(f"{' '.join(args)}\n{output}")
+    if done.returncode != 0:
+        tail = "\n".join(output.splitlines()[-15:])
+        raise RuntimeError(f"p4testgen exited {done.returncode} (log: {log}):\n{tail}")
+    return parse_report(output)
