@@ -74,6 +74,10 @@ def _kill(tb: Testbed, target: str) -> tuple[float, float | None]:
     return t, None
 
 
+def _kill_into(tb: Testbed, target: str, out: list[tuple[float, float | None]]) -> None:
+    out.append(_kill(tb, target))
+
+
 def one_run(workdir: Path, target: str | None, instant: str | None) -> tuple[FaultRun, dict[str, Any]]:
     """One WLAN → 3G handoff with three flows, optionally with one kill; returns the result and the entries."""
     res = FaultRun(target, instant)
@@ -114,7 +118,7 @@ def one_run(workdir: Path, target: str | None, instant: str | None) -> tuple[Fau
                 else:
                     # a switch restarts beside the scenario: the MH registers when it would (REGISTER_AT), not
                     # after the restart, which made it pay the restart's length (docs/reliability.md 3.2)
-                    restarter = threading.Thread(target=lambda: t_restart.append(_kill(tb, killed)), daemon=True)
+                    restarter = threading.Thread(target=_kill_into, args=(tb, killed, t_restart), daemon=True)
                     restarter.start()
             elif what == "detach":
                 _ctl_retry(tb, {"cmd": "detach", "mh": mh_name(0)})
