@@ -237,6 +237,11 @@ class FloodBench:
             self._unswitched = sock
         return self._unswitched
 
+    def next_ident(self) -> int:
+        """A new identification for mh2's next refresh (the testbed turns it into a fresh timestamp)."""
+        self._ident += 1
+        return self._ident
+
     def _pids(self) -> dict[str, int | None]:
         pids = {name: sw.pid for name, sw in self.tb.switches.items()}
         pids["controller"] = self.tb.controller.pid if self.tb.controller is not None else None
@@ -271,10 +276,9 @@ class FloodBench:
         status: list[float] = []
         for _ in range(registrations):
             start = time.monotonic()
-            reply = self.tb.register(1, "bs2", self._ident, wait_reply=2.0)
+            reply = self.tb.register(1, "bs2", self.next_ident(), wait_reply=2.0)
             if reply is not None and reply.code is ReplyCode.ACCEPTED:
                 regs.append((time.monotonic() - start) * 1000)
-            self._ident += 1
             start = time.monotonic()
             self.tb.ctl({"cmd": "status", "counters": False})
             status.append((time.monotonic() - start) * 1000)
