@@ -7,7 +7,7 @@ BUILD := build
 P4_MAIN := p4src/v1model/bs.p4
 P4_SOURCES := $(wildcard p4src/v1model/*.p4 p4src/include/*.p4)
 
-.PHONY: setup toolchain toolchain-tofino protos compile clean-compiled wheel wheel-compiled lint venv-ready build build-tofino tofino-resources testgen testgen-tofino test test-quick unit ptf clean fuzz security chaos chaos-testbed bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-scale
+.PHONY: setup toolchain toolchain-tofino protos compile clean-compiled wheel wheel-compiled lint venv-ready build build-tofino tofino-resources testgen testgen-tofino test test-quick unit ptf clean fuzz security chaos chaos-testbed bench-hosts bench-pipeline bench-pipeline-instructions run run-sim run-lab run-sweeps run-all bench-lab bench-controller bench-punt-flood bench-scale
 
 setup: ## install everything installable from apt and PyPI; report what is missing
 	bash scripts/setup.sh
@@ -137,6 +137,9 @@ bench-hosts: ## our TCP sender's goodput vs Linux TCP over one veth pair (needs 
 
 bench-controller: build ## handoff completion time and handoff rate of the controller on BMv2 (needs root)
 	$(PY) bench/controller.py
+
+bench-punt-flood: build ## where a punt flood's cost goes: bs2's registration p99 under a meter-dropped, parser-dropped and unswitched flood of bs1's cell (needs root; ~5 min)
+	$(PY) bench/punt_flood_cost.py $(if $(PUNT_BUDGET),--budget $(PUNT_BUDGET))
 
 # The lab (issue 5): scenario files in traces/, results in results/<scenario>/<run-id>/.
 BACKEND ?= auto

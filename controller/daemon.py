@@ -45,7 +45,7 @@ from p4handoff.controller.port_counters import CounterJob, CounterReader, Counte
 from p4handoff.controller.programmer import Programmer
 from p4handoff.controller.punts import REASON_TELEMETRY, dispatch
 from p4handoff.controller.registration_auth import RegistrationGuard
-from p4handoff.controller.replay_journal import ReplayJournal
+from p4handoff.controller.replay_journal import NotificationSequence, ReplayJournal
 from p4handoff.controller.session import BadPacketIn, Connected, Lost, PacketInEvent, SwitchSession, expected_cookie
 from p4handoff.controller.spool import Spool
 from p4handoff.controller.targets import program_for
@@ -86,6 +86,10 @@ class _PendingStatus:
     round_id: int            # rounds overlap (the lab polls from two threads): each gets its own reads
     waiting: set[tuple[str, int]] = field(default_factory=set)      # telemetry probes not back yet
     reading: set[str] = field(default_factory=set)                  # switches whose counters are being read
+
+
+UNAUTHENTICATED_WARNING = ("controller.auth is none: registrations and notifications are NOT authenticated; any "
+                           "host in a cell can move another MH's traffic or make a sender restart")
 
 
 class Daemon:
@@ -140,7 +144,7 @@ class Daemon:
         self.server.start()
         try:
             spooled = self.spool.open() if self.spool is not None else []
-            bounds = self.replay.open() if self.guard.enforcing else {}
+            self.replay.open()
         except OSError:
             self.server.stop()
             if self.spool is not None:
@@ -149,13 +153,17 @@ class Daemon:
         if self.spool is not None and self.spool.torn_bytes:
             self.log("spool_torn", {"path": str(self.spool.path), "bytes": self.spool.torn_bytes,
                                     "reason": "a record the previous controller did not finish writing"})
+        self.mobility.notifier.sequence = NotificationSequence(self.replay)    # not reset by a restart
         self.mobility.restore_buffers(spooled)
         self.counter_reader = CounterReader(self.events.put)
         self.log("controller_start", {"switches": [s.name for s in self.net.switches], "socket": self.socket_path,
                                       "mobile_hosts": len(self.net.mobile_hosts)})
-        self.log("registration_authentication", {"keys": self.net.controller.keys, "replay_bounds": len(bounds)}
-                 if self.guard.enforcing else {"keys": None, "warning": "registrations are NOT authenticated: any "
-                                                "host in a cell can move another MH's traffic (controller.keys)"})
+        if self.guard.enforcing:
+            self.log("registration_authentication", {"auth": "keys", "keys": self.net.controller.keys,
+                                                     "replay_bounds": len(self.guard.journal.mh_bounds())})
+        else:
+            self.log("registration_authentication", {"auth": "none", "warning": UNAUTHENTICATED_WARNING})
+            print(f"WARNING: {UNAUTHENTICATED_WARNING}", file=sys.stderr, flush=True)
         try:
             self._startup()
             while not self._stop.is_set():
@@ -600,6 +608,7 @@ class Daemon:
                                 "buffer_limit": self.net.buffer.total_packets,
                                 "counters": dict(self.counters, unknown_punts=self.mobility.unknown_punts),
                                 "registrations_unauthenticated": dict(self.guard.rejected),
+                                "refusal_replies_suppressed": self.guard.replies_suppressed,
                                 "ports": []}
         self._status_rounds += 1
         pending = _PendingStatus(req, time.monotonic() + STATUS_TIMEOUT, body, self._status_rounds)

@@ -2,10 +2,14 @@
 
 The one place a `Notify` effect is made, so what a notification carries (and one
 sequence number space across all MHs) is decided once for every part of the handoff.
+The numbers come from `sequence`: 1, 2, ... in memory by default; the daemon
+gives it the journaled `NotificationSequence`, which a restart does not reset
+(receivers drop a seq they have seen for an MH).
 """
 from __future__ import annotations
 
 import itertools
+from typing import Callable
 
 from p4handoff.controller.eventlog import LogFn
 from p4handoff.controller.intents import Effect, Notify
@@ -20,13 +24,13 @@ class Notifier:
     def __init__(self, net: Network, log: LogFn) -> None:
         self.net = net
         self.log = log
-        self._seq = itertools.count(1)
+        self.sequence: Callable[[], int] = itertools.count(1).__next__
 
     def notify(self, st: MhState, event: Event, path_addr: str, old_cell: int, new_cell: int,
                mh_at: tuple[str | None, int | None] | None, forwarding: Forwarding | None = None) -> list[Effect]:
         """One notification to each correspondent, and to the MH at `mh_at` (switch, port) if given; `forwarding`:
         the network forwarded the MH's in-flight packets (HANDOFF after an IPF flush, issue 20)."""
-        note = Notification(event, next(self._seq) & 0xFFFFFFFF, st.host.address, path_addr, old_cell, new_cell,
+        note = Notification(event, self.sequence() & 0xFFFFFFFF, st.host.address, path_addr, old_cell, new_cell,
                             forwarding=forwarding)
         fx: list[Effect] = []
         for name in st.host.correspondents:

@@ -226,12 +226,27 @@ class ControllerConfig(DocModel):
     tls: TlsConfig | None = Field(default=None,
                                   description="P4Runtime over TLS with mutual authentication, each switch "
                                               "authenticated by its name; absent: plaintext")
+    auth: Literal["keys", "none"] = Field(
+        default="keys", description="keys: registrations and notifications are authenticated with the key file "
+                                    "`keys` (required); none: neither is, and any host in a cell can move another "
+                                    "MH's traffic (an explicit opt-out, logged as a warning at start)")
     keys: PathText | None = Field(default=None,
                                   description="the key file (p4handoff.keyfile, mode 0600; relative to the "
-                                              "description): registrations and notifications are authenticated "
-                                              "with its keys. Absent: neither is (docs/reliability.md)")
+                                              "description; `p4handoff ctl keys` writes one): registrations and "
+                                              "notifications are authenticated with its keys (docs/reliability.md)")
 
     _keys_file = field_validator("keys", mode="before")(beside)
+
+    @model_validator(mode="after")
+    def _authenticated(self) -> Self:
+        """Whoever can reach a port is a stranger until authenticated: no key file is an error, not a default."""
+        if self.auth == "keys" and self.keys is None:
+            fail(type(self), [], [(("keys",), "required: registrations and notifications are authenticated "
+                                   "(`p4handoff ctl keys --network FILE` writes a key file); to run without, "
+                                   "say so with controller.auth: none")])
+        if self.auth == "none" and self.keys is not None:
+            fail(type(self), [], [(("auth",), "is none but a key file is named: remove one of the two")])
+        return self
 
     @field_validator("p4info", "device_config", mode="before")
     @classmethod
@@ -278,7 +293,7 @@ class BufferLimits(DocModel):
 
 
 class Network(DocModel):
-    controller: ControllerConfig = Field(default_factory=lambda: ControllerConfig())
+    controller: ControllerConfig = Field(default_factory=dict, validate_default=True)   # validated: keys are required
     priority_dscp: Annotated[int, whole(0, 63)] = Field(default=DSCP_IPF_PRIORITY_DEFAULT,
                                                         description="the IPF codepoint (0 and LE are reserved)")
     buffer: BufferLimits = Field(default_factory=lambda: BufferLimits())

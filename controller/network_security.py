@@ -34,7 +34,14 @@ class TlsConfig(DocModel):
 
 class PuntBudget(DocModel):
     """Unsolicited punts (registrations, ARP, no route) each ingress port may send the controller: a packets
-    meter per port in the pipeline; the excess is dropped in the switch (`fwd_dropped[FWD_DROP_PUNT_BUDGET]`)."""
+    meter per port in the pipeline; the excess is dropped in the switch (`fwd_dropped[FWD_DROP_PUNT_BUDGET]`).
 
-    packets_per_s: Annotated[int, whole(1, 10_000_000)] = 1000
+    The default is sized to what the controller can absorb, not to what a port can carry: a refused
+    registration cost the controller 0.2-0.3 ms of CPU on the lab machine, so at 1,000/s one flooded
+    port took a quarter to two thirds of a core and bs2's registration p99 rose 6.6-13.6x; at 100/s
+    the controller used 0.14-0.15 cores (0.09-0.11 without flood; docs/reliability.md, section 5).
+    100/s still lets every MH of a 100-MH cell register each second, and the burst takes a 64-MH
+    group handoff at once."""
+
+    packets_per_s: Annotated[int, whole(1, 10_000_000)] = 100
     burst: Annotated[int, whole(1, 10_000_000)] = 200

@@ -15,10 +15,17 @@ answered where RFC 5944 says so (131 "mobile node failed authentication";
 133 "identification mismatch", with the controller's time in the high 32
 bits, §5.7.1), counted per kind, and logged at most `LOG_BURST` lines per
 kind per `LOG_PERIOD` seconds, with how many were suppressed in between.
+Refusals are answered at most `REPLY_RATE` per second per access port
+(bursts of `REPLY_BURST`), as routers limit ICMP errors (RFC 1812
+§4.3.2.8): under a flood every answered refusal costs the controller a
+packet-out besides its packet-in (docs/reliability.md, section 5), and a reply
+per forged request reflects the flood back into the cell. The rest are
+counted (`replies_suppressed`).
 Replies to a home address with a key carry the extension too (§3.4).
 
-A network description without `controller.keys` turns all of this off
-(`RegistrationGuard(keys=None)`): the old behaviour, logged at start.
+Only a description that says `controller.auth: none` turns all of this off
+(`RegistrationGuard(keys=None)`), logged as a warning at start; without that
+opt-out a description must name a key file (controller/network.py).
 """
 from __future__ import annotations
 
@@ -41,6 +48,7 @@ MAC_BYTES = 32
 MHAE_LENGTH = 4 + MAC_BYTES      # the extension's length field: SPI + authenticator
 CLOCK_SKEW = 7.0                 # s; RFC 5944 §5.7.1's default
 LOG_BURST, LOG_PERIOD = 5, 10.0
+REPLY_RATE, REPLY_BURST = 10.0, 20   # refusal replies per access port: per second, and at once
 
 KINDS = ("unknown_mh", "missing", "bad_length", "wrong_spi", "bad_mac", "not_last", "stale", "replayed")
 
@@ -129,15 +137,34 @@ class _RateLog:
         self.log("registration_unauthenticated", {**fields, "kind": kind, **({"suppressed": held} if held else {})})
 
 
+class _ReplyBudget:
+    """A token bucket per (switch, port): whether a refusal may still be answered there now."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self._buckets: dict[tuple[str, int], tuple[float, float]] = {}     # -> (tokens, when)
+
+    def take(self, switch: str, port: int) -> bool:
+        now = self.clock()
+        tokens, then = self._buckets.get((switch, port), (float(REPLY_BURST), now))
+        tokens = min(float(REPLY_BURST), tokens + (now - then) * REPLY_RATE)
+        ok = tokens >= 1.0
+        self._buckets[(switch, port)] = (tokens - 1.0 if ok else tokens, now)
+        return ok
+
+
 class RegistrationGuard:
     """The one gate registrations pass on their way to Mobility (controller/punts.py)."""
 
     def __init__(self, net: Network, keys: Keys | None, log: LogFn, journal: ReplayJournal | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, tick: Callable[[], float] = time.monotonic) -> None:
+        """`clock`: the wall clock identifications are checked against; `tick`: the rate limits' clock."""
         self.net, self.keys, self.clock = net, keys, clock
         self.journal = journal if journal is not None else ReplayJournal(None)
         self.rejected = dict.fromkeys(KINDS, 0)
-        self._log = _RateLog(log, time.monotonic)
+        self.replies_suppressed = 0          # refusals not answered: their port's reply budget was spent
+        self._log = _RateLog(log, tick)
+        self._replies = _ReplyBudget(tick)
 
     @property
     def enforcing(self) -> bool:
@@ -188,6 +215,9 @@ class RegistrationGuard:
         p = sw.port(port) if sw is not None and sw.is_bs else None
         if p is None or p.role != PORT_ACCESS:
             return []                   # not from a cell: nobody to answer (as Mobility does)
+        if not self._replies.take(switch, port):
+            self.replies_suppressed += 1
+            return []
         if kind in ("stale", "replayed"):
             code = ReplyCode.IDENTIFICATION_MISMATCH
             ident = (ntp_time(self.clock()) & ~0xFFFFFFFF) | (req.identification & 0xFFFFFFFF)

@@ -1,4 +1,4 @@
-"""The registration replay bound per MH, journaled beside the buffer spool so a restart does not reset it.
+"""The bounds a restart must not reset, journaled beside the buffer spool: registration replay, notification seq.
 
 RFC 5944 §5.7: a home agent accepts a registration only if its
 identification is above the last one it accepted from that MH. Kept in
@@ -9,7 +9,15 @@ accepted identification is appended here (one `write(2)` on an O_APPEND
 descriptor, as the spool does: a `kill -9` right after loses nothing;
 `spool_fsync` adds an fsync) before the reply leaves, and read back at start.
 
-Records: CRC32, MH-name length, name, identification (64 bits). A torn tail is
+The same file holds the notification sequence (`NotificationSequence`):
+receivers drop a (MH, seq) they have seen (docs/wire-contract.md), so a
+controller that started over at 1 would have its first notifications after
+a restart dropped as replays. Sequence numbers are reserved `SEQ_BLOCK` at a
+time, the block's end journaled before its first number is used; a restart
+continues above the last reservation, so no number is ever sent twice
+(until the 32-bit field wraps, after 2^32 notifications).
+
+Records: CRC32, name length, name (an MH's, or `NOTIFICATION_SEQ`), bound (64 bits). A torn tail is
 cut off at open; the file is compacted (one record per MH, temp file,
 fsync, rename) at every open. One controller per file: an exclusive `flock`.
 """
@@ -25,6 +33,8 @@ from p4handoff.controller.spool import open_locked
 
 _HEAD = struct.Struct("!IB")        # CRC32 of (name length, name, identification), name length
 _IDENT = struct.Struct("!Q")
+NOTIFICATION_SEQ = "#notification-seq"     # never an MH's name (p4handoff.docmodel.NAME_PATTERN)
+SEQ_BLOCK = 1024
 
 
 def _record(name: str, ident: int) -> bytes:
@@ -65,6 +75,10 @@ class ReplayJournal:
         self._compact()
         return dict(self.bounds)
 
+    def mh_bounds(self) -> dict[str, int]:
+        """The registration bounds alone (without the notification sequence's)."""
+        return {k: v for k, v in self.bounds.items() if k != NOTIFICATION_SEQ}
+
     def bound(self, mh: str) -> int:
         return self.bounds.get(mh, 0)
 
@@ -101,3 +115,18 @@ class ReplayJournal:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+class NotificationSequence:
+    """The next notification sequence number (1, 2, ...), never one a previous controller on this journal used."""
+
+    def __init__(self, journal: ReplayJournal) -> None:
+        self.journal = journal
+        self._next = self._limit = journal.bound(NOTIFICATION_SEQ) + 1    # nothing of this process reserved yet
+
+    def __call__(self) -> int:
+        if self._next >= self._limit:
+            self._limit = self._next + SEQ_BLOCK
+            self.journal.advance(NOTIFICATION_SEQ, self._limit - 1)
+        n, self._next = self._next, self._next + 1
+        return n & 0xFFFFFFFF

@@ -68,6 +68,9 @@ def load_keys(path: str | Path) -> Keys:
     p = Path(path)
     try:
         st = os.stat(p)
+    except FileNotFoundError:
+        raise KeyFileError(str(p), [(FILE, "not found: `p4handoff ctl keys --network <description> --out "
+                                           f"{p}` writes one")]) from None
     except OSError as exc:
         raise KeyFileError(str(p), [(FILE, exc.strerror or str(exc))]) from None
     if not stat.S_ISREG(st.st_mode):

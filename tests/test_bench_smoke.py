@@ -50,6 +50,8 @@ SMOKE = {
     "hosts_goodput.py": (("host_goodput_mbps", "host_vs_kernel_ratio"), unavailable_reason),
     "controller.py": (("handoff_p99_ms", "punt_to_release_pps", "handoffs_per_s", "group_handoff_ms_k8_p99",
                        "release_pps", "pipeline_pps", "buffer_path_vs_pipeline"), needs_bmv2),
+    "punt_flood_cost.py": (("flood_punt_p99_ratio", "flood_malformed_p99_ratio", "flood_unswitched_p99_ratio",
+                            "flood_busy_p99_ratio", "flood_thread_p99_ratio"), needs_bmv2),
     "pipeline_pps.py": (("pipeline_pps", "minimal_pps", "pipeline_pps_ratio"), needs_bmv2),
     "packet_out_burst.py": (("delivered_burst_d64", "delivered_credit_d64", "pps_credit_d4096", "in_order"),
                             needs_bmv2),
@@ -66,7 +68,7 @@ def test_every_make_bench_target_runs_a_listed_benchmark() -> None:
     targets = dict(re.findall(r"^(bench-[\w-]+):.*?\n\t\$\(PY\) (bench/\S+\.py)", (REPO / "Makefile").read_text(),
                               re.M | re.S))
     assert set(targets) == {"bench-pipeline", "bench-pipeline-instructions", "bench-hosts", "bench-controller",
-                            "bench-scale", "bench-lab"}
+                            "bench-punt-flood", "bench-scale", "bench-lab"}
     assert {Path(s).name for s in targets.values()} <= set(SMOKE)
 
 

@@ -54,7 +54,8 @@ def unreachable_network(tmp_path: Path) -> str:
     sock = str(tmp_path / "ctl.sock")
     (tmp_path / "p4info.txtpb").write_text("")          # an empty P4Info is valid text format
     (tmp_path / "bs.json").write_text("{}")
-    raw["controller"].update(socket=sock, p4info="p4info.txtpb", device_config="bs.json")
+    raw["controller"].update(socket=sock, p4info="p4info.txtpb", device_config="bs.json",
+                             auth="none", keys=None)      # the daemon's plumbing, not authentication (registration_auth)
     for sw in raw["switches"]:
         sw["grpc"] = f"127.0.0.1:{closed_port()}"
     raw["mobile_hosts"][0]["mac"] = "02:aa:00:00:00:01"
@@ -118,6 +119,21 @@ def test_sigterm_stops_cleanly_and_logs_json_lines(daemon):
     assert events[0] == "controller_start" and events[-1] == "controller_stop"
     assert "startup_done" in events and "attached" in events
     assert all(isinstance(r["ts"], float) for r in rows)
+    auth = next(r for r in rows if r["event"] == "registration_authentication")    # the opt-out, said loudly
+    assert auth["auth"] == "none" and "NOT authenticated" in auth["warning"]
+    assert "WARNING: controller.auth is none" in proc.communicate()[1]
+
+
+@pytest.mark.slow
+def test_a_description_without_keys_or_an_explicit_opt_out_is_refused_at_start(tmp_path):
+    unreachable_network(tmp_path)
+    raw = yaml.safe_load((tmp_path / "net.yaml").read_text())
+    del raw["controller"]["auth"]
+    (tmp_path / "net.yaml").write_text(yaml.safe_dump(raw))
+    proc = start(tmp_path, str(tmp_path / "ctl.sock"))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "controller.keys: required" in err and "controller.auth: none" in err
+    assert not (tmp_path / "ctl.sock").exists()
 
 
 @pytest.mark.slow

@@ -56,10 +56,10 @@ class Running:
             assert time.monotonic() < deadline, self.logs[-5:]
             time.sleep(0.01)
 
-    def punt(self, payload: bytes) -> None:
+    def punt(self, payload: bytes, switch: str = "bs1") -> None:
         n = self.daemon.counters["registrations"]
         frame = registration_frame("10.0.1.1", payload)
-        self.daemon.events.put(PacketInEvent("bs1", PacketIn(frame, {"reason": REASON_REGISTRATION, "ingress_port": 1}),
+        self.daemon.events.put(PacketInEvent(switch, PacketIn(frame, {"reason": REASON_REGISTRATION, "ingress_port": 1}),
                                              None, time.monotonic()))     # type: ignore[arg-type]
         self.wait(lambda: self.daemon.counters["registrations"] > n)
 
@@ -95,3 +95,42 @@ def test_a_request_captured_before_a_restart_is_refused_after_it(tmp_path):
         assert second.daemon.mobility.state("mh1").bs == "bs1"
     finally:
         second.stop()
+
+
+def _notified(run: Running) -> list[int]:
+    return [f["seq"] for e, f in run.logs if e == "notified"]
+
+
+@pytest.mark.slow
+def test_notifications_after_a_restart_are_not_numbered_as_replays(tmp_path):
+    """A correspondent drops a (MH, seq) it has seen (p4handoff/hosts/net/driver.py): the restarted controller's
+    notifications must carry numbers the first one never sent, or its first HANDOFFs are lost."""
+    net = network(tmp_path)
+    from p4handoff.keyfile import load_keys
+    key = load_keys(tmp_path / "keys.yaml").hosts["mh1"]
+
+    def move(run: Running, bs: str) -> None:
+        """mh1 registers at `bs`; a move from another BS notifies (a first attach does not)."""
+        n, was = len(_notified(run)), run.daemon.mobility.state("mh1").bs
+        run.punt(signed_request(RegistrationRequest("10.0.1.1", "10.0.1.1", "192.168.100.1", 0xFFFF,
+                                                    ntp_time(time.time())), key), bs)
+        assert run.daemon.mobility.state("mh1").bs == bs
+        if was is not None:
+            run.wait(lambda: len(_notified(run)) > n)
+
+    first = Running(net)
+    move(first, "bs1")
+    move(first, "bs2")
+    sent_before = _notified(first)
+    first.stop()
+    second = Running(net)
+    try:
+        move(second, "bs1")
+        move(second, "bs2")
+        sent_after = _notified(second)
+    finally:
+        second.stop()
+    assert sent_before and sent_after
+    seen = {("10.0.1.1", s) for s in sent_before}                  # what the correspondent kept
+    assert not any(("10.0.1.1", s) in seen for s in sent_after), (sent_before, sent_after)
+    assert min(sent_after) > max(sent_before)

@@ -14,7 +14,8 @@ TRACES = Path(__file__).resolve().parent.parent / "traces"
 
 def description(p) -> dict:
     net = dict(p.network)
-    net["controller"] = {**net.get("controller", {}), "socket": "/tmp/p4h-test.sock"}
+    net["controller"] = {**net.get("controller", {}), "socket": "/tmp/p4h-test.sock",
+                         "keys": "/tmp/p4h-test.keys"}    # as topo/rig.py adds them
     net["switches"] = [dict(s, grpc=f"127.0.0.1:{50051 + k}") for k, s in enumerate(net["switches"])]
     return net
 

@@ -43,6 +43,7 @@ def lab_description(trace: Path) -> dict:
     sf = load(trace)
     net = dict(plan(sf.resolve(sf.variants[-1], sf.points()[-1])).network)
     net["switches"] = [dict(s, grpc=f"unix:/tmp/p4h/{s['name']}.grpc") for s in net["switches"]]   # added at run time
+    net["controller"] = {"keys": "/tmp/p4h/keys.yaml"}                                              # so is this
     return net
 
 

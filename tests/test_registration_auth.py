@@ -19,10 +19,11 @@ from p4handoff.controller.mobility import Mobility
 from p4handoff.controller.network import parse_network
 from p4handoff.controller.punts import REASON_REGISTRATION, dispatch
 from p4handoff.controller.registration import REPLY_SIZE, REQUEST_SIZE, RegistrationReply, RegistrationRequest, ReplyCode
-from p4handoff.controller.registration_auth import (CLOCK_SKEW, LOG_BURST, MHAE_LENGTH, MHAE_TYPE, RegistrationGuard,
+from p4handoff.controller.registration_auth import (CLOCK_SKEW, LOG_BURST, MHAE_LENGTH, MHAE_TYPE, REPLY_BURST, REPLY_RATE,
+                                                    RegistrationGuard,
                                                     sign, signed_request, verify, verify_reply)
 from p4handoff.ntptime import ntp_seconds, ntp_time
-from p4handoff.controller.replay_journal import ReplayJournal
+from p4handoff.controller.replay_journal import SEQ_BLOCK, NotificationSequence, ReplayJournal
 from p4handoff.keyfile import SPI_HMAC_SHA256, HostKey, KeyFileError, Keys, load_keys, parse_keys, write_keys
 from tests.hostile_inputs import registration_frame
 
@@ -168,6 +169,20 @@ def test_refusals_are_logged_at_a_bounded_rate():
     assert len(lines) == LOG_BURST and w.guard.rejected["missing"] == 200
 
 
+def test_refusals_are_answered_at_a_bounded_rate_per_port():
+    """A flood of forgeries gets REPLY_BURST answers, then REPLY_RATE a second; another cell is answered as before."""
+    w = World()
+    t = [100.0]
+    w.guard = RegistrationGuard(NET, KEYS, w.mob.log, clock=lambda: w.wall, tick=lambda: t[0])
+    forged = request().encode()
+    answered = [len(replies(w.send(forged))) for _ in range(REPLY_BURST + 30)]
+    assert answered == [1] * REPLY_BURST + [0] * 30
+    assert w.guard.replies_suppressed == 30 and w.guard.rejected["missing"] == REPLY_BURST + 30
+    assert len(replies(w.send(forged, switch="bs2"))) == 1                  # bs2's cell has its own budget
+    t[0] += 1.0
+    assert sum(len(replies(w.send(forged))) for _ in range(30)) == int(REPLY_RATE)
+
+
 def test_without_keys_the_guard_lets_everything_through():
     w = World(keys=None)
     fx = w.send(request(ident=5).encode())
@@ -195,6 +210,27 @@ def test_the_replay_bound_survives_a_reopen_and_a_torn_tail(tmp_path):
     with pytest.raises(OSError, match="in use"):
         ReplayJournal(path).open()
     j2.close()
+
+
+def test_notification_numbers_continue_above_every_reservation_after_a_reopen(tmp_path):
+    """Receivers drop a seq they have seen (docs/wire-contract.md): a restart must never send one again,
+    even one the previous controller reserved and did not use; the MHs' bounds stay beside it."""
+    path = tmp_path / "ctl.replay"
+    j = ReplayJournal(path)
+    j.open()
+    j.advance(MH1.name, 77)
+    seq = NotificationSequence(j)
+    assert [seq() for _ in range(SEQ_BLOCK + 5)] == list(range(1, SEQ_BLOCK + 6))   # into a second block
+    j.close()
+    j2 = ReplayJournal(path)
+    j2.open()
+    assert j2.mh_bounds() == {MH1.name: 77}
+    assert NotificationSequence(j2)() == 2 * SEQ_BLOCK + 1                # above the second block, used or not
+    j2.close()
+    j3 = ReplayJournal(path)
+    j3.open()
+    assert NotificationSequence(j3)() == 3 * SEQ_BLOCK + 1                # j2 sent one; the rest of its block is lost
+    j3.close()
 
 
 # ---------------------------------------------------------------- the key file

@@ -325,7 +325,7 @@ def _described(tmp_path: Path, **controller: object):
     import yaml
 
     raw = yaml.safe_load((ROOT / "topo" / "three-switch.yaml").read_text())
-    raw["controller"].update(controller)
+    raw["controller"].update(auth="none", keys=None, **controller)      # the target's files, not authentication
     path = tmp_path / "net.yaml"
     path.write_text(yaml.safe_dump(raw))
     return load_network(path)

@@ -158,9 +158,10 @@ class Testbed:
         """`grpc_sockets`: the switches serve P4Runtime on Unix sockets in `workdir` (reachable from any
         namespace, so a controller started by hand in the root namespace reaches them), else on
         127.0.0.1 ports inside the fabric namespace. `authenticate`: a key file (`keys.yaml` in `workdir`)
-        for every host, named by the description, and the MHs sign their registrations. `tls`: a lab CA in
+        for every host, named by the description, and the MHs sign their registrations (False: the
+        description says `auth: none`). `tls`: a lab CA in
         `workdir/pki` (p4handoff.lab_ca), P4Runtime over TLS with mutual authentication."""
-        self.workdir = Path(workdir)
+        self.workdir = Path(workdir).resolve()      # the description names files in it: relative to itself otherwise
         self.n_mobiles = n_mobiles
         self.sandbox = Sandbox("ctl")
         self.fab = self.sandbox.namespace("fab")
@@ -222,7 +223,7 @@ class Testbed:
         access = {"number": 1, "role": "access", "aqm": self._aqm}
         return {
             "controller": {"election_id": 10, "socket": self.socket_path, "hold_time_ms": self._hold,
-                           **({"keys": str(self.keys_path)} if self.keys is not None else {}),
+                           **({"keys": str(self.keys_path)} if self.keys is not None else {"auth": "none"}),
                            **({"tls": {"ca": str(self.controller_tls.ca), "cert": str(self.controller_tls.cert),
                                        "key": str(self.controller_tls.key)}} if self.controller_tls else {})},
             "buffer": {"per_mh_packets": self._per_mh, "total_packets": max(4096, self._per_mh * self.n_mobiles)},

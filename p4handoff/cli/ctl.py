@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from p4handoff.controller.control import ControlError, request
-from p4handoff.controller.network import DEFAULT_SOCKET, Network, NetworkError, load_network
+from p4handoff.controller.network import DEFAULT_SOCKET, Network, NetworkError, load_network, parse_network
+from p4handoff.yamlfile import read_yaml
 from p4handoff.argtypes import real_number, whole_number
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INVALID, EXIT_UNREACHABLE, EXIT_REFUSED = 0, 1, 2, 3, 4, 5
@@ -124,7 +125,11 @@ def _validate(args: argparse.Namespace) -> int:
 def _keys(args: argparse.Namespace) -> int:
     from p4handoff.keyfile import KeyFileError, load_keys, write_keys
     try:
-        net = load_network(args.network)
+        raw = read_yaml(Path(args.network), NetworkError)
+        ctl = raw.setdefault("controller", {}) if isinstance(raw, dict) else None
+        if isinstance(ctl, dict) and ctl.get("auth") != "none":
+            ctl.setdefault("keys", str(Path(args.out).resolve()))     # the file it writes, to be named there
+        net = parse_network(raw, source=args.network, base_dir=Path(args.network).parent)
         keep = load_keys(args.out) if Path(args.out).exists() else None
     except (NetworkError, KeyFileError) as exc:
         print(exc, file=sys.stderr)

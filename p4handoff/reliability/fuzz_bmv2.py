@@ -68,6 +68,7 @@ def description() -> dict[str, Any]:
         return {"name": name, "role": role, "grpc": f"127.0.0.1:{50050 + int(addr[-1])}", "device_id": 0,
                 "address": addr, "mac": mac, "ports": ports, **kw}
     return {
+        "controller": {"auth": "none"},      # no controller runs: the fuzzer programs bs1 itself (Programmer)
         "access_gateway": {"address": "10.0.1.254", "mac": "02:00:00:00:01:fe"},
         "switches": [
             sw("gw", "gateway", "192.168.100.1", "02:00:00:00:00:01",
