@@ -26,11 +26,11 @@ import threading
 import time
 import traceback
 from collections import deque
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import Any, Callable
 
 from p4handoff.controller.control import ControlRequest, ControlServer
+from p4handoff.controller.eventlog import JsonLog
 from p4handoff.controller.description_watch import DescriptionWatch
 from p4handoff.controller.effect_batch import EffectBatch, owners_in
 from p4handoff.controller.intents import Completed, Effect, PacketEffect, Release, SetRoute
@@ -39,57 +39,25 @@ from p4handoff.controller.mobility import Mobility
 from p4handoff.controller.network import PORT_ACCESS, Network
 from p4handoff.controller.packets import PacketError, marker_nonce, parse_ipv4, split_ethernet
 from p4handoff.controller.p4runtime import ClientTls, P4RuntimeError, TableEntry
+from p4handoff.controller.p4runtime.client import CompletedWrite
 from p4handoff.controller.release_credit import ReleaseCredit
 from p4handoff.controller.release_fence import FENCE_TIMEOUT, ReleaseFences
-from p4handoff.controller.port_counters import CounterJob, CounterReader, CountersRead
+from p4handoff.controller.port_counters import CounterReader, CountersRead
 from p4handoff.controller.programmer import Programmer
 from p4handoff.controller.punts import REASON_TELEMETRY, dispatch
 from p4handoff.controller.registration_auth import RegistrationGuard
 from p4handoff.controller.replay_journal import NotificationSequence, ReplayJournal
 from p4handoff.controller.session import BadPacketIn, Connected, Lost, PacketInEvent, SwitchSession, expected_cookie
 from p4handoff.controller.spool import Spool
+from p4handoff.controller.status_rounds import PROBE_FRAME, StatusRounds
 from p4handoff.controller.targets import program_for
 from p4handoff.controller.switch_state import SwitchState, diff
 from p4handoff.controller.transmit import Transmitter
 from p4handoff.keyfile import load_keys
-from p4handoff.wire import AQM_MODES, TELEMETRY, TELEMETRY_AQM_MODE_NONE, load_constants
+from p4handoff.wire import TELEMETRY
 
-_C = load_constants()
-AQM_CLASS_STRIDE = _C["AQM_CLASS_STRIDE"]
-AVG_FRAC_BITS = _C["AVG_FRAC_BITS"]
-CLASSES = {"np": _C["AQM_CLASS_NP"], "prio": _C["AQM_CLASS_PRIO"], "dummy": _C["AQM_CLASS_DUMMY"]}
-AQM_MODE_NAMES = {v: name for name, v in AQM_MODES.items()} | {TELEMETRY_AQM_MODE_NONE: "none"}
 WRITE_CHUNK = 1000
 MAX_BATCH = 512          # packet-ins handled together at most before their effects are flushed
-STATUS_TIMEOUT = 1.0
-
-
-class JsonLog:
-    """JSON lines, one per event, each with a wall-clock timestamp; thread-safe."""
-
-    def __init__(self, out: IO[str]) -> None:
-        self.out = out
-        self._lock = threading.Lock()
-
-    def __call__(self, event: str, fields: dict[str, Any]) -> None:
-        line = json.dumps({"ts": round(time.time(), 6), "event": event, **fields}, default=str)
-        with self._lock:
-            self.out.write(line + "\n")
-            self.out.flush()
-
-
-@dataclass
-class _PendingStatus:
-    request: ControlRequest
-    deadline: float
-    body: dict[str, Any]
-    round_id: int            # rounds overlap (the lab polls from two threads): each gets its own reads
-    waiting: set[tuple[str, int]] = field(default_factory=set)      # telemetry probes not back yet
-    reading: set[str] = field(default_factory=set)                  # switches whose counters are being read
-
-
-UNAUTHENTICATED_WARNING = ("controller.auth is none: registrations and notifications are NOT authenticated; any "
-                           "host in a cell can move another MH's traffic or make a sender restart")
 
 
 class Daemon:
@@ -118,11 +86,10 @@ class Daemon:
         self.states: dict[str, SwitchState | None] = {s.name: None for s in net.switches}
         self.counters = {"packet_in": 0, "packet_out": 0, "writes": 0, "write_errors": 0, "dropped_effects": 0,
                          "registrations": 0, "other_punts": 0, "credit_waits": 0, "credit_wait_us": 0}
-        self._pending_status: dict[int, _PendingStatus] = {}      # round id -> round waiting for answers
+        self.status_rounds = StatusRounds(net, self.sessions, self.states)
         self.fences = ReleaseFences()          # buffer releases journaled once their switches read them
         self._released_to: set[str] = set()    # switches given a release since the last fence
         self.credit = ReleaseCredit()          # packet-outs per switch not yet seen read (release_credit.py)
-        self._status_rounds = 0
         self._owner = owners_in(net)
         self._held: deque[object] = deque()     # an event met while collecting a batch: handled next
         self._followers: dict[int, tuple[float, list[int]]] = {}   # kept marker -> (until, markers it stands for)
@@ -158,12 +125,7 @@ class Daemon:
         self.counter_reader = CounterReader(self.events.put)
         self.log("controller_start", {"switches": [s.name for s in self.net.switches], "socket": self.socket_path,
                                       "mobile_hosts": len(self.net.mobile_hosts)})
-        if self.guard.enforcing:
-            self.log("registration_authentication", {"auth": "keys", "keys": self.net.controller.keys,
-                                                     "replay_bounds": len(self.guard.journal.mh_bounds())})
-        else:
-            self.log("registration_authentication", {"auth": "none", "warning": UNAUTHENTICATED_WARNING})
-            print(f"WARNING: {UNAUTHENTICATED_WARNING}", file=sys.stderr, flush=True)
+        self.guard.announce(self.log)
         try:
             self._startup()
             while not self._stop.is_set():
@@ -224,8 +186,7 @@ class Daemon:
         now = time.monotonic()
         deadline = self.mobility.next_deadline()
         timeout = 0.5 if deadline is None else min(0.5, max(0.0, deadline - now))
-        for pending in self._pending_status.values():
-            timeout = min(timeout, max(0.0, pending.deadline - now))
+        timeout = self.status_rounds.timeout(now, timeout)
         try:
             ev = self._held.popleft() if self._held else self.events.get(timeout=timeout)
         except queue.Empty:
@@ -245,10 +206,7 @@ class Daemon:
                 ev.respond({"ok": False, "error": f"internal error: {exc!r}", "kind": "internal"})
         if self.fences:
             self._settle_fences()
-        now = time.monotonic()
-        for rid, pending in list(self._pending_status.items()):
-            if now >= pending.deadline or not (pending.waiting or pending.reading):
-                self._finish_status(rid)
+        self.status_rounds.answer_due(time.monotonic())
 
     def _handle(self, ev: object) -> None:
         if isinstance(ev, PacketInEvent):
@@ -373,7 +331,7 @@ class Daemon:
         if client is None or port is None:
             return None
         try:
-            client.packet_out(_PROBE_FRAME, egress_port=port, mark_priority=0, lookup=0, telemetry=1)
+            client.packet_out(PROBE_FRAME, egress_port=port, mark_priority=0, lookup=0, telemetry=1)
         except P4RuntimeError:
             return None                 # gone: what went to it is lost with it, nothing waits for it
         self.credit.probe_sent(name, fence)
@@ -455,7 +413,7 @@ class Daemon:
             try:
                 # one switch: the blocking call (a future's answer waits for its waiter to be scheduled)
                 started.append((name, state, updates, addrs, client.write_begin(updates) if len(pending) > 1
-                                else _Written(client, updates)))
+                                else CompletedWrite(client, updates)))
             except P4RuntimeError as exc:
                 self._write_failed(name, exc)
         for name, state, updates, addrs, write in started:
@@ -601,8 +559,7 @@ class Daemon:
         req.respond({"ok": True, "switch": name, "entries": [json.loads(r) for r in rows]})
 
     def _start_status(self, req: ControlRequest) -> None:
-        """Answer from the model at once; switch counters are read by the counter reader's thread and
-        telemetry probes answered by packet-ins, so the handoff events behind this request never wait."""
+        """Answer from the model at once, the switches' part when it is back (status_rounds.py)."""
         body: dict[str, Any] = {"ok": True, "switches": [], "mobile_hosts": self.mobility.status(),
                                 "buffer_total": self.mobility.pool.total,
                                 "buffer_limit": self.net.buffer.total_packets,
@@ -610,46 +567,13 @@ class Daemon:
                                 "registrations_unauthenticated": dict(self.guard.rejected),
                                 "refusal_replies_suppressed": self.guard.replies_suppressed,
                                 "ports": []}
-        self._status_rounds += 1
-        pending = _PendingStatus(req, time.monotonic() + STATUS_TIMEOUT, body, self._status_rounds)
-        for sw in self.net.switches:
-            s, state = self.sessions[sw.name], self.states[sw.name]
-            body["switches"].append({"name": sw.name, "role": sw.role, "grpc": sw.grpc, "state": s.state,
-                                     "connects": s.connects, "pipeline_pushes": s.pipeline_pushes,
-                                     "last_error": s.last_error,
-                                     "entries": None if state is None else len(state.entries())})
-            if s.client is None or state is None or not req.args.get("counters", True):
-                continue
-            access = [p.number for p in sw.ports if p.role == PORT_ACCESS]
-            body["switches"][-1]["sanitised"] = {}
-            assert self.counter_reader is not None
-            self.counter_reader.submit(CounterJob(pending.round_id, sw.name, s.client, access,
-                                                  [p.number for p in sw.ports], CLASSES, AQM_CLASS_STRIDE))
-            pending.reading.add(sw.name)
-            for p in access:
-                body["ports"].append({"switch": sw.name, "port": p, "counters": {}})
-                try:
-                    s.client.packet_out(_PROBE_FRAME, egress_port=p, mark_priority=0, lookup=0, telemetry=1)
-                    pending.waiting.add((sw.name, p))
-                except P4RuntimeError:
-                    pass
-        self._pending_status[pending.round_id] = pending
+        assert self.counter_reader is not None
+        self.status_rounds.start(req, body, self.counter_reader, time.monotonic())
 
     def _on_counters(self, ev: CountersRead) -> None:
-        st = self._pending_status.get(ev.round_id)
-        if st is None:
-            return                               # a round already answered (timed out)
-        st.reading.discard(ev.switch)
-        if ev.error is not None:
-            self.log("switch_error", {"switch": ev.switch, "during": "counter read", "error": ev.error})
-            return
-        for entry in st.body["ports"]:
-            if entry["switch"] == ev.switch and entry["port"] in ev.ports:
-                entry["counters"] = ev.ports[entry["port"]]
-                entry["counters_read_at"] = ev.read_at
-        for sw in st.body["switches"]:
-            if sw["name"] == ev.switch:
-                sw["sanitised"] = ev.sanitised
+        error = self.status_rounds.counters_read(ev)
+        if error is not None:
+            self.log("switch_error", {"switch": ev.switch, "during": "counter read", "error": error})
 
     def _on_telemetry(self, switch: str, payload: bytes) -> None:
         """A probe's answer goes to the oldest round still waiting for that port (each round sent one)."""
@@ -665,39 +589,6 @@ class Daemon:
                 self._settle_fences()
             if fence is not None:
                 return
-        st = next((r for _, r in sorted(self._pending_status.items()) if (switch, port) in r.waiting), None)
-        if st is None:
+        if not self.status_rounds.probe_answered(switch, t):
             self.log("packet_in_ignored", {"switch": switch, "port": port,
                                            "reason": "telemetry answer no status round is waiting for"})
-            return
-        st.waiting.discard((switch, port))
-        for entry in st.body["ports"]:
-            if entry["switch"] == switch and entry["port"] == port:
-                entry["aqm"] = {"mode": AQM_MODE_NAMES.get(t.aqm_mode, str(t.aqm_mode)), "occupancy": {
-                    "np": t.occ_np, "prio": t.occ_prio, "dummy": t.occ_dummy},
-                    "avg_packets": round(t.avg / (1 << AVG_FRAC_BITS), 3), "red_count": t.red_count - 1}
-
-    def _finish_status(self, round_id: int) -> None:
-        st = self._pending_status.pop(round_id)
-        st.body["telemetry_missing"] = sorted(f"{s}:{p}" for s, p in st.waiting)
-        st.body["counters_missing"] = sorted(st.reading)
-        st.request.respond(st.body)
-
-
-class _Written:
-    """A Write made at once with the blocking call, answering like a PendingWrite."""
-
-    def __init__(self, client: Any, updates: list) -> None:
-        self._error: P4RuntimeError | None = None
-        try:
-            client.write(updates)
-        except P4RuntimeError as exc:
-            self._error = exc
-
-    def result(self) -> None:
-        if self._error is not None:
-            raise self._error
-
-
-# a minimal Ethernet frame for telemetry probes (the switch only reads the packet_out header)
-_PROBE_FRAME = bytes(6) + bytes.fromhex("020000000000") + b"\x88\xb5" + bytes(46)

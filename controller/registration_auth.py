@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import struct
+import sys
 import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable
@@ -153,6 +154,9 @@ class _ReplyBudget:
         return ok
 
 
+UNAUTHENTICATED_WARNING = ("controller.auth is none: registrations and notifications are NOT authenticated; any "
+                           "host in a cell can move another MH's traffic or make a sender restart")
+
 class RegistrationGuard:
     """The one gate registrations pass on their way to Mobility (controller/punts.py)."""
 
@@ -169,6 +173,15 @@ class RegistrationGuard:
     @property
     def enforcing(self) -> bool:
         return self.keys is not None
+
+    def announce(self, log: LogFn) -> None:
+        """Say at start whether registrations are authenticated; running without is loud (stderr too)."""
+        if self.enforcing:
+            log("registration_authentication", {"auth": "keys", "keys": self.net.controller.keys,
+                                                "replay_bounds": len(self.journal.mh_bounds())})
+        else:
+            log("registration_authentication", {"auth": "none", "warning": UNAUTHENTICATED_WARNING})
+            print(f"WARNING: {UNAUTHENTICATED_WARNING}", file=sys.stderr, flush=True)
 
     def check(self, switch: str, port: int, src_mac: str, src_addr: str, src_port: int,
               payload: bytes, req: RegistrationRequest) -> list[Effect] | None:

@@ -19,7 +19,8 @@ import pytest
 import yaml
 
 from p4handoff.controller.control import ControlRequest
-from p4handoff.controller.daemon import AQM_CLASS_STRIDE, CLASSES, Daemon
+from p4handoff.controller.daemon import Daemon
+from p4handoff.controller.status_rounds import AQM_CLASS_STRIDE, CLASSES
 from p4handoff.controller.network import PORT_ACCESS, parse_network
 from p4handoff.controller.p4runtime import P4Info
 from p4handoff.controller.p4runtime._protos import p4runtime_pb2
@@ -97,7 +98,7 @@ def test_status_counters_are_read_off_the_daemon_thread_and_merged_into_the_repl
         assert refused.wait(0)["kind"] == "refused" and not release.is_set()
         release.set()
         deadline = time.monotonic() + 5
-        while d._pending_status and time.monotonic() < deadline:
+        while d.status_rounds.pending and time.monotonic() < deadline:
             d._step()
         replies = [status.wait(0), overlapping.wait(0)]
     finally:

@@ -361,5 +361,20 @@ class PendingWrite:
             raise P4RuntimeError.from_rpc("Write", exc) from None
 
 
+class CompletedWrite:
+    """A Write made at once with the blocking call, answering like a PendingWrite (one switch: a future's answer would wait for its waiter to be scheduled)."""
+
+    def __init__(self, client: Any, updates: list) -> None:
+        self._error: P4RuntimeError | None = None
+        try:
+            client.write(updates)
+        except P4RuntimeError as exc:
+            self._error = exc
+
+    def result(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+
 def _as_list(entries: TableEntry | Sequence[TableEntry]) -> list[TableEntry]:
     return [entries] if isinstance(entries, TableEntry) else list(entries)
