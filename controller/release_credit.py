@@ -11,7 +11,9 @@ release_fence.py): P4Runtime streams are in order and the switch's ingress
 is one FIFO, so the probe's answer means every packet-out before it has
 left ingress and is queued (or sent) at its egress port. Before a packet-out
 that would exceed the window the daemon waits for answers; a flush of up
-to `window` packets never waits.
+to `window` packets never waits. This bounds what ingress has not yet read,
+not what waits at egress: an egress thread slower than ingress can still
+fill a queue across windows (docs/controller.md, "Not yet a guarantee").
 
 Sans-IO: the daemon sends the probes and feeds the answers in; probes on a
 switch's fence port are answered in the order they were sent, whoever sent
