@@ -453,7 +453,18 @@ tofino_configure() {
       -DFETCHCONTENT_SOURCE_DIR_BDWGC="$DEPS/bdwgc" -DFETCHCONTENT_SOURCE_DIR_Z3="$DEPS/z3" \
       -DFETCHCONTENT_SOURCE_DIR_INJA="$DEPS/inja"
 }
-tofino_build() { cd "$WORK/p4c-tofino-build" && PATH="$TC_DIR/pyenv/bin:$PATH" N make -j"$JOBS"; }
+# p4c 1.2.5.16 builds as C++20, where ADL picks std::erase_if for a std::map; GCC 12's libstdc++ calls the
+# predicate with a const element, and ir/visitor.cpp's lambdas take a non-const one ("binding reference ...
+# discards qualifiers"). They only read the element: take it const. Idempotent, applied before every build
+# attempt (a tree checked out before this patch existed gets it too, without a reconfigure).
+tofino_patch_gcc12() {
+  local f=$TSRC/ir/visitor.cpp
+  sed -i 's/\[this\](flow_join_points_t::value_type &el)/[this](const flow_join_points_t::value_type \&el)/' "$f"
+  ! grep -q '\[this\](flow_join_points_t::value_type &el)' "$f" || { echo "GCC 12 patch did not apply to $f"; return 1; }
+}
+tofino_build() {
+  tofino_patch_gcc12 && cd "$WORK/p4c-tofino-build" && PATH="$TC_DIR/pyenv/bin:$PATH" N make -j"$JOBS"
+}
 tofino_install() {
   cd "$WORK/p4c-tofino-build" && as_owner_of "$TOFINO_PREFIX" make install || return 1
   # links beside the BMv2 toolchain, under names the BMv2 p4c does not use
