@@ -23,13 +23,12 @@ fsync, rename) at every open. One controller per file: an exclusive `flock`.
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import struct
 import zlib
 from pathlib import Path
 
-from p4handoff.controller.spool import open_locked
+from p4handoff.controller.spool import open_locked, replace_locked
 
 _HEAD = struct.Struct("!IB")        # CRC32 of (name length, name, identification), name length
 _IDENT = struct.Struct("!Q")
@@ -98,16 +97,7 @@ class ReplayJournal:
 
     def _compact(self) -> None:
         assert self._fd is not None and self.path is not None
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            os.write(fd, b"".join(_record(n, i) for n, i in sorted(self.bounds.items())))
-            os.fsync(fd)
-            os.rename(tmp, self.path)
-        except OSError:
-            os.close(fd)
-            raise
+        fd = replace_locked(self.path, b"".join(_record(n, i) for n, i in sorted(self.bounds.items())))
         os.close(self._fd)
         self._fd = fd
 

@@ -143,17 +143,8 @@ class Spool:
         """Replace the journal by `snapshot` atomically (temp file, fsync, rename), keeping the lock."""
         if self._fd is None:
             return
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)     # locked before it takes the name
-            data = b"".join(encode(r) for r in snapshot)
-            _write_all(fd, data)
-            os.fsync(fd)
-            os.rename(tmp, self.path)
-        except OSError:
-            os.close(fd)
-            raise
+        data = b"".join(encode(r) for r in snapshot)
+        fd = replace_locked(self.path, data)
         os.close(self._fd)
         self._fd, self.size = fd, len(data)
 
@@ -161,6 +152,22 @@ class Spool:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def replace_locked(path: Path, data: bytes) -> int:
+    """Replace `path` by `data` atomically (temp file 0600, locked before it takes the name, fsync, rename);
+    the new file's descriptor, still locked and open for appending."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        _write_all(fd, data)
+        os.fsync(fd)
+        os.rename(tmp, path)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _write_all(fd: int, data: bytes) -> None:
