@@ -23,6 +23,11 @@ sides). The floods, all of the same 256 frames:
 Printed per flood: its rate, how many frames reached the controller, p50/p99
 without and with it, p99's ratio, and the CPU each process used (cores).
 
+`--isolation R`: the registration flood only, R repeats of `make security`'s
+measurement: both placements (p4handoff.reliability.punt_flood.PLACEMENTS:
+`shared` cores, and `split`: bs1 and the flooder on a core of their own)
+alternated block by block, per repeat the p99s, their ratio and the load.
+
 `--split` (needs tcpdump): the registration flood again, each round trip cut
 in three by the P4Runtime segments on bs2's gRPC port (tcpdump on the fabric
 namespace's loopback, the same clock): `bs2_in` (request sent → packet-in
@@ -44,8 +49,9 @@ from typing import Any, Callable
 
 from p4handoff.argtypes import whole_number
 from p4handoff.controller.registration import ReplyCode
-from p4handoff.reliability.punt_flood import BLOCKS, PER_BLOCK, Burner, FloodBench, Flooder, Phase, ThreadFlooder, flood_frames, \
-    percentile
+from p4handoff.reliability.cpu_domains import unavailable_reason as split_unavailable
+from p4handoff.reliability.punt_flood import BLOCKS, PER_BLOCK, PLACEMENTS, Burner, FloodBench, Flooder, Phase, \
+    ThreadFlooder, flood_figures, flood_frames, goal_met, load_average, percentile
 
 
 def run(blocks: int, per_block: int, seed: int, budget: dict[str, int] | None = None) -> list[dict[str, Any]]:
@@ -54,7 +60,7 @@ def run(blocks: int, per_block: int, seed: int, budget: dict[str, int] | None = 
     frames = {kind: flood_frames(kind, rng) for kind in ("punt", "malformed")}
     with tempfile.TemporaryDirectory(prefix="p4h-floodcost-") as tmp, FloodBench(Path(tmp), budget) as bench:
         def pair(name: str, make: Callable[[], Flooder | ThreadFlooder]) -> Phase:
-            base, loaded = bench.paired(name, make, blocks, per_block)
+            base, loaded = bench.paired(name, make, blocks, per_block)["shared"]
             b99, l99 = (percentile(p.registrations_ms, 0.99) if p.registrations_ms else None for p in (base, loaded))
             row: dict[str, Any] = {"flood": name, "unloaded": base.row(), "flooded": loaded.row(),
                                    "p99_ratio": round(l99 / b99, 2) if b99 and l99 else None}
@@ -70,6 +76,28 @@ def run(blocks: int, per_block: int, seed: int, budget: dict[str, int] | None = 
         pair(f"malformed@{pps}", lambda: Flooder(bench.socket_for("malformed"), frames["malformed"], pps))
         pair(f"unswitched@{pps}", lambda: Flooder(bench.socket_for("unswitched"), frames["punt"], pps))
         pair("thread", lambda: ThreadFlooder(bench.socket_for("punt"), frames["punt"]))
+    return rows
+
+
+def isolation(repeats: int, blocks: int, per_block: int, seed: int, budget: dict[str, int] | None) -> list[dict]:
+    """`repeats` times `make security`'s flood measurement in one testbed: per repeat, both placements
+    (`split`: bs1 and the flooder on a core of their own; `shared`) alternated block by block, with the load."""
+    rows = []
+    frames = flood_frames("punt", random.Random(seed))
+    why = split_unavailable()
+    with tempfile.TemporaryDirectory(prefix="p4h-floodiso-") as tmp, FloodBench(Path(tmp), budget) as bench:
+        for k in range(repeats):
+            load0 = load_average()
+            phases = bench.paired("punt", lambda: Flooder(bench.socket_for("punt"), frames), blocks, per_block,
+                                  PLACEMENTS if why is None else ("shared",))
+            row: dict[str, Any] = {"repeat": k + 1, "load_average": f"{load0} / {load_average()}",
+                                   **({} if why is None else {"split": f"not measured ({why})"})}
+            for placement, (base, loaded) in phases.items():
+                figures = flood_figures(base, loaded)
+                row[placement] = {**figures, "goal_met": goal_met(figures),
+                                  "unloaded_cores": base.row()["cores"]}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
     return rows
 
 
@@ -133,9 +161,28 @@ def main() -> None:
                     help="the description's punt_budget (default: its default)")
     ap.add_argument("--smoke", action="store_true", help="one alternation of 5 registrations per flood")
     ap.add_argument("--split", action="store_true", help="only the round trip's parts under the registration flood")
+    ap.add_argument("--isolation", type=whole_number(1), metavar="R",
+                    help="only the registration flood, R repeats, each with both placements (shared cores; bs1 and "
+                         "the flooder on a core of their own) alternated block by block")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     budget = {"packets_per_s": args.budget[0], "burst": args.budget[1]} if args.budget else None
+    if args.isolation or args.smoke:
+        reps = isolation(args.isolation or 1, 1 if args.smoke else args.blocks, 5 if args.smoke else PER_BLOCK,
+                         args.seed, budget)
+        for r in reps:
+            figures = {p: r[p] if isinstance(r[p], str) else
+                       f"p99 {r[p]['registration_p99_ms_unloaded']} -> {r[p]['registration_p99_ms_under_flood']} ms "
+                       f"({r[p]['registration_p99_ratio']}x, goal {'met' if r[p]['goal_met'] else 'missed'})"
+                       for p in PLACEMENTS}
+            print(f"repeat {r['repeat']} (load {r['load_average']}): "
+                  + ", ".join(f"{p} {f}" for p, f in figures.items()))
+            for p in PLACEMENTS:
+                print(f"isolation_{p}_p99_ratio: {r[p] if isinstance(r[p], str) else r[p]['registration_p99_ratio']}")
+        if args.isolation:
+            if args.json:
+                args.json.write_text(json.dumps(reps, indent=1))
+            return
     if args.split or (args.smoke and shutil.which("tcpdump")):        # the smoke run tries both modes
         parts = split(1 if args.smoke else args.blocks, 5 if args.smoke else PER_BLOCK, args.seed, budget)
         for name, row in parts.items():

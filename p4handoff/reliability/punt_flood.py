@@ -24,6 +24,15 @@ floods of the same frames separate what costs what (bench/punt_flood_cost.py):
 metered or punted) and `unswitched` (onto a veth pair with no switch behind
 it: the flooding process and its kernel path alone); and a `Burner`, no
 packets at all, only the CPU a flood took.
+
+Placements (`PLACEMENTS`), alternated block by block in one run: `shared`,
+every process on every core as the scheduler likes (two cores shared with
+whatever else runs on this machine: the flood's own cost competes with the
+control plane), and `split` (p4handoff.reliability.cpu_domains): bs1 and the
+flooder on their own core, the gateway, bs2, the controller and the measuring
+MH on another, as in a deployment where the flooded switch and the attacker
+are machines of their own. The goal is judged on `split`; `shared` is
+printed beside it.
 """
 from __future__ import annotations
 
@@ -40,13 +49,15 @@ from typing import Any, Callable
 
 from p4handoff.controller.packets import ethernet, udp_packet
 from p4handoff.controller.registration import RegistrationRequest, ReplyCode
-from p4handoff.topo.testbed import ETH_P_ALL, SWITCH_IP, Testbed, mh_ip
+from p4handoff.topo.testbed import CELL_IFACE, SWITCH_IP, Testbed, mh_ip
 from p4handoff.wire import UDP_PORT_MIP_REGISTRATION
 from p4handoff.ntptime import ntp_time
+from p4handoff.reliability.cpu_domains import CpuSplit, unavailable_reason as split_unavailable
 
 BLOCKS, PER_BLOCK = 8, 25        # 200 timed registrations without and under flood
 GOAL_RATIO = 2.0
 FLOODS = ("punt", "malformed", "unswitched")
+PLACEMENTS = ("shared", "split")
 _BATCH = 64                       # frames between a flooder's looks at the clock and the stop flag
 
 
@@ -208,7 +219,8 @@ class FloodBench:
     def __init__(self, workdir: Path, budget: dict[str, int] | None = None) -> None:
         self.tb = Testbed(workdir, n_mobiles=2, punt_budget=budget)
         self._ident = 10
-        self._unswitched: socket.socket | None = None
+        self._senders: dict[str, socket.socket] = {}
+        self._split: CpuSplit | None = None
 
     def __enter__(self) -> "FloodBench":
         try:
@@ -222,20 +234,53 @@ class FloodBench:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._unswitched is not None:
-            self._unswitched.close()
-        self.tb.close()
+        try:
+            if self._split is not None:
+                self._split.close()
+        finally:
+            for sock in self._senders.values():
+                sock.close()
+            self.tb.close()
 
     def socket_for(self, kind: str) -> socket.socket:
-        """Where a flood of `kind` goes: bs1's access port, or (`unswitched`) a veth pair with nothing behind it."""
-        if kind != "unswitched":
-            return self.tb.hosts["cell1"].sock
-        if self._unswitched is None:
-            self.tb.sandbox.veth(self.tb.mh_ns, self.tb.mh_ns, "10.99.0.1/30", "10.99.0.2/30", dev_a="fl0", dev_b="fl1")
-            sock = self.tb.mh_ns.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-            sock.bind(("fl0", 0))
-            self._unswitched = sock
-        return self._unswitched
+        """A send-only socket for a flood of `kind`: onto bs1's access port, or (`unswitched`) a veth pair with
+        nothing behind it. Its own, blocking, receiving nothing (protocol 0): the host port's socket has a
+        timeout, which makes every send a poll(2) before the send(2)."""
+        iface = "fl0" if kind == "unswitched" else CELL_IFACE["bs1"]
+        if iface not in self._senders:
+            if kind == "unswitched":
+                self.tb.sandbox.veth(self.tb.mh_ns, self.tb.mh_ns, "10.99.0.1/30", "10.99.0.2/30",
+                                     dev_a="fl0", dev_b="fl1")
+            sock = self.tb.mh_ns.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+            sock.bind((iface, 0))
+            self._senders[iface] = sock
+        return self._senders[iface]
+
+    def place(self, placement: str, flooder_pid: int | None = None) -> None:
+        """Put the processes where `placement` says: `shared` (the root groups: any core), or `split`: bs1
+        and the flooder in one CPU domain, the gateway, bs2, the controller and this (the measuring MH)
+        in another (p4handoff.reliability.cpu_domains)."""
+        if placement not in PLACEMENTS:
+            raise ValueError(f"placement {placement!r}: not one of {', '.join(PLACEMENTS)}")
+        control = [p for p in (self.tb.switches["gw"].pid, self.tb.switches["bs2"].pid, self._pids()["controller"],
+                               os.getpid()) if p is not None]
+        flood = [p for p in (self.tb.switches["bs1"].pid, flooder_pid) if p is not None]
+        if placement == "shared":
+            if self._split is not None:
+                for pid in control:
+                    self._split.control.release(pid)
+                for pid in flood:
+                    self._split.flood.release(pid)
+            return
+        if self._split is None:
+            why = split_unavailable()
+            if why is not None:
+                raise RuntimeError(f"placement split: {why}")
+            self._split = CpuSplit().__enter__()
+        for pid in control:
+            self._split.control.add(pid)
+        for pid in flood:
+            self._split.flood.add(pid)
 
     def next_ident(self) -> int:
         """A new identification for mh2's next refresh (the testbed turns it into a fresh timestamp)."""
@@ -251,23 +296,27 @@ class FloodBench:
         return sum(self.tb.ctl({"cmd": "status", "counters": False})["registrations_unauthenticated"].values())
 
     def paired(self, name: str, flooder: Callable[[], Flooder | ThreadFlooder], blocks: int = BLOCKS,
-               per_block: int = PER_BLOCK) -> tuple[Phase, Phase]:
-        """(without flood, under `flooder`): `blocks` alternations of `per_block` timed registrations each."""
-        base: list[Phase] = []
-        loaded: list[Phase] = []
+               per_block: int = PER_BLOCK, placements: tuple[str, ...] = ("shared",)) -> dict[str, tuple[Phase, Phase]]:
+        """{placement: (without flood, under `flooder`)}: `blocks` alternations, each timing `per_block`
+        registrations without and then with the flood in every placement in turn."""
+        got: dict[str, tuple[list[Phase], list[Phase]]] = {p: ([], []) for p in placements}
         for _ in range(blocks):
-            base.append(self.phase("unloaded", None, per_block))
-            loaded.append(self.phase(name, flooder, per_block))
-        return Phase.merged(base), Phase.merged(loaded)
+            for placement, (base, loaded) in got.items():
+                base.append(self.phase("unloaded", None, per_block, placement))
+                loaded.append(self.phase(name, flooder, per_block, placement))
+        return {p: (Phase.merged(base), Phase.merged(loaded)) for p, (base, loaded) in got.items()}
 
     def phase(self, name: str, flooder: Callable[[], Flooder | ThreadFlooder] | None = None,
-              registrations: int = PER_BLOCK) -> Phase:
-        """Time `registrations` refreshes of mh2 at bs2 (and a `ctl status` after each), with `flooder` running."""
+              registrations: int = PER_BLOCK, placement: str = "shared") -> Phase:
+        """Time `registrations` refreshes of mh2 at bs2 (and a `ctl status` after each), with `flooder` running,
+        the processes placed as `placement` says."""
+        self.place(placement)
         before = self._unauthenticated()
         pids = self._pids()
         flood = flooder().start() if flooder is not None else None
         if isinstance(flood, Flooder):
             pids["flooder"] = flood.proc.pid
+            self.place(placement, flood.proc.pid)
         time.sleep(0.5 if flood is not None else 0.0)
         cpu0 = {k: cpu_seconds(p) for k, p in pids.items()}
         cpu0["measurer"] = time.process_time()
@@ -294,21 +343,50 @@ class FloodBench:
                      registrations, elapsed)
 
 
-def measure_flood(seed: int, budget: dict[str, int] | None = None) -> dict[str, Any]:
-    """`make security`'s flood figures. `budget`: the description's punt_budget (None: its default)."""
-    with tempfile.TemporaryDirectory(prefix="p4h-flood-") as tmp, FloodBench(Path(tmp), budget) as bench:
-        frames = flood_frames("punt", random.Random(seed))
-        unloaded, loaded = bench.paired("punt", lambda: Flooder(bench.socket_for("punt"), frames))
+def flood_figures(unloaded: Phase, loaded: Phase, suffix: str = "") -> dict[str, Any]:
+    """One placement's figures, each name ending in `suffix`; `registration_p99_ratio`: under flood / unloaded."""
     p99_0 = percentile(unloaded.registrations_ms, 0.99)
     p99_1 = percentile(loaded.registrations_ms, 0.99) if loaded.registrations_ms else float("inf")
-    answered = len(loaded.registrations_ms) == loaded.tried
-    return {"punt_flood_pps": loaded.flood_pps, "punt_flood_frames": loaded.flood_frames,
-            "punt_flood_reached_controller": loaded.reached_controller,
-            "registration_p50_ms_unloaded": round(percentile(unloaded.registrations_ms, 0.5), 2),
-            "registration_p99_ms_unloaded": round(p99_0, 2),
-            "registration_p50_ms_under_flood": round(percentile(loaded.registrations_ms, 0.5), 2)
-            if loaded.registrations_ms else None,
-            "registration_p99_ms_under_flood": round(p99_1, 2),
-            "registrations_answered_under_flood": f"{len(loaded.registrations_ms)}/{loaded.tried}",
-            "punt_flood_cores": loaded.row()["cores"],
-            "registration_p99_goal_met": answered and p99_1 <= GOAL_RATIO * p99_0}
+    figures = {"punt_flood_pps": loaded.flood_pps, "punt_flood_frames": loaded.flood_frames,
+               "punt_flood_reached_controller": loaded.reached_controller,
+               "registration_p50_ms_unloaded": round(percentile(unloaded.registrations_ms, 0.5), 2),
+               "registration_p99_ms_unloaded": round(p99_0, 2),
+               "registration_p50_ms_under_flood": round(percentile(loaded.registrations_ms, 0.5), 2)
+               if loaded.registrations_ms else None,
+               "registration_p99_ms_under_flood": round(p99_1, 2),
+               "registration_p99_ratio": round(p99_1 / p99_0, 2),
+               "registrations_answered_under_flood": f"{len(loaded.registrations_ms)}/{loaded.tried}",
+               "punt_flood_cores": loaded.row()["cores"]}
+    return {f"{k}{suffix}": v for k, v in figures.items()}
+
+
+def goal_met(figures: dict[str, Any]) -> bool:
+    """Every timed registration answered under flood, and its p99 within `GOAL_RATIO` of the unloaded p99."""
+    answered, tried = figures["registrations_answered_under_flood"].split("/")
+    return answered == tried and figures["registration_p99_ms_under_flood"] <= \
+        GOAL_RATIO * figures["registration_p99_ms_unloaded"]
+
+
+def load_average() -> str:
+    """The 1-, 5- and 15-minute load averages, as `uptime` prints them."""
+    return ", ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def measure_flood(seed: int, budget: dict[str, int] | None = None) -> dict[str, Any]:
+    """`make security`'s flood figures, both placements alternated in one run: `split` (the goal's, no suffix)
+    and `shared` (suffix `_shared_cores`). `budget`: the description's punt_budget (None: its default)."""
+    why = split_unavailable()
+    load0 = load_average()
+    with tempfile.TemporaryDirectory(prefix="p4h-flood-") as tmp, FloodBench(Path(tmp), budget) as bench:
+        frames = flood_frames("punt", random.Random(seed))
+        phases = bench.paired("punt", lambda: Flooder(bench.socket_for("punt"), frames),
+                              placements=PLACEMENTS if why is None else ("shared",))
+    out: dict[str, Any] = {"punt_flood_load_average": f"{load0} at start, {load_average()} at end"}
+    if why is None:
+        out.update(flood_figures(*phases["split"]))
+        out["registration_p99_goal_met"] = goal_met(out)
+    else:
+        out.update({k: f"not measured ({why})" for k in flood_figures(*phases["shared"])})
+        out["registration_p99_goal_met"] = f"not measured ({why})"
+    out.update(flood_figures(*phases["shared"], suffix="_shared_cores"))
+    return out
