@@ -50,7 +50,7 @@ from typing import Any, Callable
 from p4handoff.argtypes import whole_number
 from p4handoff.controller.registration import ReplyCode
 from p4handoff.reliability.cpu_domains import unavailable_reason as split_unavailable
-from p4handoff.reliability.punt_flood import BLOCKS, PER_BLOCK, PLACEMENTS, Burner, FloodBench, Flooder, Phase, \
+from p4handoff.reliability.punt_flood import BLOCKS, PER_BLOCK, PLACEMENTS, SPLIT_SHARES, Burner, FloodBench, Flooder, Phase, \
     ThreadFlooder, flood_figures, flood_frames, goal_met, load_average, percentile
 
 
@@ -79,13 +79,14 @@ def run(blocks: int, per_block: int, seed: int, budget: dict[str, int] | None = 
     return rows
 
 
-def isolation(repeats: int, blocks: int, per_block: int, seed: int, budget: dict[str, int] | None) -> list[dict]:
+def isolation(repeats: int, blocks: int, per_block: int, seed: int, budget: dict[str, int] | None,
+              shares: int = SPLIT_SHARES) -> list[dict]:
     """`repeats` times `make security`'s flood measurement in one testbed: per repeat, both placements
     (`split`: bs1 and the flooder on a core of their own; `shared`) alternated block by block, with the load."""
     rows = []
     frames = flood_frames("punt", random.Random(seed))
     why = split_unavailable()
-    with tempfile.TemporaryDirectory(prefix="p4h-floodiso-") as tmp, FloodBench(Path(tmp), budget) as bench:
+    with tempfile.TemporaryDirectory(prefix="p4h-floodiso-") as tmp, FloodBench(Path(tmp), budget, shares) as bench:
         for k in range(repeats):
             load0 = load_average()
             phases = bench.paired("punt", lambda: Flooder(bench.socket_for("punt"), frames), blocks, per_block,
@@ -164,12 +165,14 @@ def main() -> None:
     ap.add_argument("--isolation", type=whole_number(1), metavar="R",
                     help="only the registration flood, R repeats, each with both placements (shared cores; bs1 and "
                          "the flooder on a core of their own) alternated block by block")
+    ap.add_argument("--shares", type=whole_number(2), default=SPLIT_SHARES,
+                    help="with --isolation: each CPU domain's cpu.shares (a nice-0 task has 1024)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     budget = {"packets_per_s": args.budget[0], "burst": args.budget[1]} if args.budget else None
     if args.isolation or args.smoke:
         reps = isolation(args.isolation or 1, 1 if args.smoke else args.blocks, 5 if args.smoke else PER_BLOCK,
-                         args.seed, budget)
+                         args.seed, budget, args.shares)
         for r in reps:
             figures = {p: r[p] if isinstance(r[p], str) else
                        f"p99 {r[p]['registration_p99_ms_unloaded']} -> {r[p]['registration_p99_ms_under_flood']} ms "

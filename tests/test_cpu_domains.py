@@ -48,7 +48,7 @@ def test_split_pins_moves_weights_and_cleans_up() -> None:
     everywhere = allowed_cpus(os.getpid())
     procs: list[subprocess.Popen] = []
     try:
-        with CpuSplit(shares=4096) as split:
+        with CpuSplit(4096) as split:
             procs.append(subprocess.Popen(["sleep", "30"]))
             split.flood.add(procs[0].pid)
             assert allowed_cpus(procs[0].pid) == ",".join(str(c) for c in sorted(split.flood.cpus))

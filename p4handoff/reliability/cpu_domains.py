@@ -91,7 +91,7 @@ class CpuSplit:
     is busy (which would charge the flood for it).
     """
 
-    def __init__(self, shares: int = 16 * 1024, root: Path = ROOT) -> None:
+    def __init__(self, shares: int, root: Path = ROOT) -> None:
         cpus = sorted(os.sched_getaffinity(0))
         self.control = CpuDomain("control", {cpus[0]}, shares, root)
         self.flood = CpuDomain("flood", set(cpus[1:]), shares, root)

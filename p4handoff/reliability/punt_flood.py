@@ -58,6 +58,7 @@ BLOCKS, PER_BLOCK = 8, 25        # 200 timed registrations without and under flo
 GOAL_RATIO = 2.0
 FLOODS = ("punt", "malformed", "unswitched")
 PLACEMENTS = ("shared", "split")
+SPLIT_SHARES = 16 * 1024         # each side's weight in `split`: 16 nice-0 tasks (p4handoff.reliability.cpu_domains)
 _BATCH = 64                       # frames between a flooder's looks at the clock and the stop flag
 
 
@@ -216,8 +217,10 @@ class Phase:
 class FloodBench:
     """The testbed with mh1 at bs1 and mh2 at bs2, and timed phases of mh2's registrations at bs2."""
 
-    def __init__(self, workdir: Path, budget: dict[str, int] | None = None) -> None:
+    def __init__(self, workdir: Path, budget: dict[str, int] | None = None, split_shares: int = SPLIT_SHARES) -> None:
+        """`split_shares`: each CPU domain's cpu.shares in the `split` placement."""
         self.tb = Testbed(workdir, n_mobiles=2, punt_budget=budget)
+        self._split_shares = split_shares
         self._ident = 10
         self._senders: dict[str, socket.socket] = {}
         self._split: CpuSplit | None = None
@@ -276,7 +279,7 @@ class FloodBench:
             why = split_unavailable()
             if why is not None:
                 raise RuntimeError(f"placement split: {why}")
-            self._split = CpuSplit().__enter__()
+            self._split = CpuSplit(self._split_shares).__enter__()
         for pid in control:
             self._split.control.add(pid)
         for pid in flood:
