@@ -7,8 +7,10 @@ each, default 10,000), `replays_after_restart_accepted`,
 (`punt_flood_pps`, `registration_p99_ms_under_flood`,
 `tls_unauthenticated_clients_accepted`) come from
 p4handoff/reliability/security_bmv2.py where BMv2 and namespaces are here,
-else are printed as not measured, with the reason. Exit status 1 when a goal
-is missed.
+else are printed as not measured, with the reason. The flood figures come in
+two placements (p4handoff/reliability/punt_flood.py): the flooded switch and
+the attacker on a core of their own (no suffix: the goal's) and every process
+on shared cores (`_shared_cores`). Exit status 1 when a goal is missed.
 """
 from __future__ import annotations
 

@@ -13,7 +13,8 @@ from p4handoff.netns import unavailable_reason
 from p4handoff.paths import pipeline_files
 
 FIGURES = ("punt_flood_pps", "registration_p50_ms_unloaded", "registration_p99_ms_unloaded",
-           "registration_p99_ms_under_flood", "registration_p99_goal_met", "tls_unauthenticated_clients_accepted")
+           "registration_p99_ms_under_flood", "registration_p99_ratio", "registration_p99_goal_met",
+           "registration_p99_ratio_shared_cores", "tls_unauthenticated_clients_accepted")
 
 
 def why_not() -> str | None:
