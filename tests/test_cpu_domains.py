@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from p4handoff.reliability.cpu_domains import ROOT, CpuDomain, CpuSplit, unavailable_reason
+from p4handoff.reliability.cpu_domains import ROOT, CpuDomain, CpuSplit, remove_stale, unavailable_reason
 
 needs_cgroups = pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason()))
 
@@ -68,3 +68,20 @@ def test_split_pins_moves_weights_and_cleans_up() -> None:
         for p in procs:
             p.kill()
             p.wait()
+
+
+@needs_cgroups
+def test_groups_of_a_killed_run_are_removed_and_live_ones_kept() -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = [ROOT / c / f"p4h-{dead.pid}-flood" for c in ("cpu", "cpuset")]
+    live = ROOT / "cpu" / f"p4h-{os.getpid()}-flood"
+    try:
+        for d in [*stale, live]:
+            d.mkdir()
+        assert set(stale) <= set(remove_stale())
+        assert live.exists() and not any(d.exists() for d in stale)
+    finally:
+        for d in [*stale, live]:
+            if d.exists():
+                d.rmdir()

@@ -11,7 +11,8 @@ what crosses over from the flood: punts that pass the meter, and replies.
 
 cgroup v1 (`/sys/fs/cgroup/cpuset` and `/sys/fs/cgroup/cpu`), as this
 machine's kernel offers it. A domain's groups are named `p4h-<pid>-<name>`;
-`close()` moves every process back to the root groups and removes them.
+`close()` moves every process back to the root groups and removes them; a
+run killed before that leaves them empty, and the next one removes them.
 """
 from __future__ import annotations
 
@@ -34,6 +35,18 @@ def unavailable_reason(root: Path = ROOT) -> str | None:
     return None
 
 
+def remove_stale(root: Path = ROOT) -> list[Path]:
+    """Remove the empty `p4h-<pid>-*` groups of processes that are gone (a run killed before `close()`)."""
+    removed = []
+    for c in CONTROLLERS:
+        for d in sorted((root / c).glob("p4h-*-*")):
+            pid = d.name.split("-")[1]
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists() and not (d / "cgroup.procs").read_text().split():
+                d.rmdir()
+                removed.append(d)
+    return removed
+
+
 class CpuDomain:
     """A cpuset (the cores its processes may run on) and a cpu group (their weight against the rest)."""
 
@@ -43,7 +56,7 @@ class CpuDomain:
         if shares < 2:
             raise ValueError(f"CPU domain {name}: cpu.shares {shares} is below the kernel's minimum of 2")
         self.name, self.cpus, self.shares = name, set(cpus), shares
-        self._root = root
+        self.root = root
         self._dirs = {c: root / c / f"p4h-{os.getpid()}-{name}" for c in CONTROLLERS}
         self._members: set[int] = set()
 
@@ -52,7 +65,7 @@ class CpuDomain:
         cpuset.mkdir(exist_ok=True)
         cpu.mkdir(exist_ok=True)
         (cpuset / "cpuset.cpus").write_text(",".join(str(c) for c in sorted(self.cpus)))
-        (cpuset / "cpuset.mems").write_text((self._root / "cpuset" / "cpuset.mems").read_text().strip())
+        (cpuset / "cpuset.mems").write_text((self.root / "cpuset" / "cpuset.mems").read_text().strip())
         (cpu / "cpu.shares").write_text(str(self.shares))
         return self
 
@@ -66,7 +79,7 @@ class CpuDomain:
         """Move `pid` back to the root groups (no-op if it has exited)."""
         for c in CONTROLLERS:
             try:
-                (self._root / c / "cgroup.procs").write_text(str(pid))
+                (self.root / c / "cgroup.procs").write_text(str(pid))
             except ProcessLookupError:
                 break
         self._members.discard(pid)
@@ -97,6 +110,7 @@ class CpuSplit:
         self.flood = CpuDomain("flood", set(cpus[1:]), shares, root)
 
     def __enter__(self) -> "CpuSplit":
+        remove_stale(self.control.root)
         try:
             self.control.create()
             self.flood.create()
