@@ -138,8 +138,8 @@ bench-hosts: ## our TCP sender's goodput vs Linux TCP over one veth pair (needs 
 bench-controller: build ## handoff completion time and handoff rate of the controller on BMv2 (needs root)
 	$(PY) bench/controller.py
 
-bench-punt-flood: build ## where a punt flood's cost goes: bs2's registration p99 under a meter-dropped, parser-dropped and unswitched flood of bs1's cell (needs root; ~5 min)
-	$(PY) bench/punt_flood_cost.py $(if $(PUNT_BUDGET),--budget $(PUNT_BUDGET))
+bench-punt-flood: build ## where a punt flood's cost goes: bs2's registration p99 under a meter-dropped, parser-dropped and unswitched flood of bs1's cell (needs root; ~5 min); PUNT_ISOLATION=R: R repeats of the flood on shared and on split cores (~1 min each)
+	$(PY) bench/punt_flood_cost.py $(if $(PUNT_BUDGET),--budget $(PUNT_BUDGET)) $(if $(PUNT_ISOLATION),--isolation $(PUNT_ISOLATION))
 
 # The lab (issue 5): scenario files in traces/, results in results/<scenario>/<run-id>/.
 BACKEND ?= auto

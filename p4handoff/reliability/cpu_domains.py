@@ -58,7 +58,6 @@ class CpuDomain:
         self.name, self.cpus, self.shares = name, set(cpus), shares
         self.root = root
         self._dirs = {c: root / c / f"p4h-{os.getpid()}-{name}" for c in CONTROLLERS}
-        self._members: set[int] = set()
 
     def create(self) -> "CpuDomain":
         cpuset, cpu = self._dirs["cpuset"], self._dirs["cpu"]
@@ -73,7 +72,6 @@ class CpuDomain:
         """Move process `pid` (every thread of it; threads it starts later follow) into this domain."""
         for d in self._dirs.values():
             (d / "cgroup.procs").write_text(str(pid))
-        self._members.add(pid)
 
     def release(self, pid: int) -> None:
         """Move `pid` back to the root groups (no-op if it has exited)."""
@@ -82,15 +80,13 @@ class CpuDomain:
                 (self.root / c / "cgroup.procs").write_text(str(pid))
             except ProcessLookupError:
                 break
-        self._members.discard(pid)
 
     def close(self) -> None:
-        for pid in list(self._members):
-            self.release(pid)
+        """Every process still inside (members, and children they forked inside) back to the root; groups removed."""
         for d in self._dirs.values():
-            for line in (d / "cgroup.procs").read_text().split() if d.exists() else []:
-                self.release(int(line))       # children a member forked while inside
             if d.exists():
+                for pid in (d / "cgroup.procs").read_text().split():
+                    self.release(int(pid))
                 d.rmdir()
 
 
