@@ -10,7 +10,7 @@ load on both sides alike). Reported: the offered flood rate
 (`punt_flood_pps`), how many flood frames reached the controller (the rest
 were dropped by bs1's punt budget), the p50/p99 of the timed registrations
 without and under flood (goal: p99 under flood within 2x the unloaded
-p99), and the CPU each process used while flooded.
+p99), and the CPU each process used while flooded, and softirq time per CPU.
 
 The flooder is a process of its own, as an attacker is another host: a
 thread of the measuring process (what this module used until issue 23's
@@ -177,6 +177,14 @@ def cpu_seconds(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def softirq_seconds() -> dict[str, float]:
+    """Softirq time per CPU so far (`/proc/stat`): the kernel's packet path, which this kernel counts apart
+    from the process it ran in."""
+    hz = os.sysconf("SC_CLK_TCK")
+    return {f[0]: int(f[7]) / hz for f in (line.split() for line in Path("/proc/stat").read_text().splitlines())
+            if f[0].startswith("cpu") and f[0] != "cpu"}
+
+
 @dataclass
 class Phase:
     """One timed phase: registration and controller round trips, the flood, and the CPU used per part."""
@@ -187,7 +195,7 @@ class Phase:
     flood_pps: int = 0
     flood_frames: int = 0
     reached_controller: int = 0
-    cores: dict[str, float] = field(default_factory=dict)     # CPU seconds per wall second, per process
+    cores: dict[str, float] = field(default_factory=dict)     # CPU seconds per wall second, per process; softirq per CPU
     tried: int = PER_BLOCK
     seconds: float = 0.0
 
@@ -322,6 +330,7 @@ class FloodBench:
             self.place(placement, flood.proc.pid)
         time.sleep(0.5 if flood is not None else 0.0)
         cpu0 = {k: cpu_seconds(p) for k, p in pids.items()}
+        soft0 = softirq_seconds()
         cpu0["measurer"] = time.process_time()
         t0, sent0 = time.monotonic(), flood.sent if flood is not None else 0
         regs: list[float] = []
@@ -338,6 +347,7 @@ class FloodBench:
         elapsed = time.monotonic() - t0
         cores = {k: (cpu_seconds(p) - cpu0[k]) / elapsed for k, p in pids.items()}
         cores["measurer"] = (time.process_time() - cpu0["measurer"]) / elapsed
+        cores.update({f"softirq_{cpu}": (t - soft0.get(cpu, 0.0)) / elapsed for cpu, t in softirq_seconds().items()})
         sent = (flood.sent - sent0) if flood is not None else 0
         if flood is not None:
             flood.stop()
