@@ -104,10 +104,12 @@ class IpfHandoff:
         st.flush_deadline = now + self.state.flush_s
         st.drain_marker, st.drain_rounds, st.since_drain, st.flushed = None, 0, 0, 0
         self.state.timers.schedule(st.host.name, st.flush_deadline)
-        # one release path per handoff keeps the FIFO order; never tunnel into a BS that diverts
-        st.release_tunnel = (st.anchor is not None and st.anchor != bs and bs not in st.diverts
-                             and self.state.net.peered(st.anchor, bs))
-        st.release_src = st.anchor if st.release_tunnel else bs
+        # one release path per handoff keeps the FIFO order; never tunnel into a BS that diverts. With a buffer
+        # service every release it can make is tunnelled from it into the new BS (bufsvc_path.py)
+        st.release_tunnel = bs not in st.diverts and (
+            self.state.net.buffer_service is not None
+            or (st.anchor is not None and st.anchor != bs and self.state.net.peered(st.anchor, bs)))
+        st.release_src = (st.anchor or bs) if st.release_tunnel else bs
         self.log("handoff_start", {"mh": st.host.name, "from": st.anchor, "to": bs, "port": port, "cause": cause,
                                    "buffer": len(self.state.pool[st.host.name]),
                                    "release": "tunnel" if st.release_tunnel else "direct",
