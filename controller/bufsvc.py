@@ -123,7 +123,11 @@ class BufferService:
                 self._accept()
             else:
                 self._read_controller()
+        expired = self.pacer.timeouts
         self._released(self.pacer.expire(time.monotonic()))
+        if self.pacer.timeouts != expired:
+            self.log("bufsvc_echo_timeout", {"timeouts": self.pacer.timeouts})
+            self._send_releases()
         self._forward()
 
     # ---------------------------------------------------------------- data plane
@@ -174,6 +178,7 @@ class BufferService:
             if magic == ECHO_MAGIC:
                 self.counters["echoes"] += 1
                 self._released(self.pacer.echoed(nonce))
+                self._send_releases()            # its credit is back
                 return
         self.counters["refused_frames"] += 1
 
@@ -272,8 +277,6 @@ class BufferService:
     def _released(self, batches: list[int]) -> None:
         for batch in batches:
             self._out(RELEASED, pack_number(batch))
-        if batches:
-            self._send_releases()
 
     def _forward(self) -> None:
         """Arrivals not yet sent on this connection, in order, a message of at most MAX_ARRIVALS at a time."""

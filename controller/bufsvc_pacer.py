@@ -4,8 +4,8 @@ A release burst written into a switch port as fast as a socket takes it
 overruns the switch: BMv2 reads its port faster than an egress port drains
 and drops at a full egress queue without a word (docs/controller.md, "Big
 flushes"). So the service keeps, per BS it releases into, at most `window`
-packets that it has not seen pass that BS: after a run of releases it sends
-an **echo** into the same BS port (a tunnel to the BS whose inner packet is
+packets that it has not seen pass that BS: after every quarter window of
+releases, and after the last of a run, it sends an **echo** into the same BS port (a tunnel to the BS whose inner packet is
 addressed to the service); the BS forwards it back out of its buffer port
 only after its ingress has handled every release before it (one port is one
 FIFO into ingress). A batch from the controller is reported RELEASED once
@@ -73,13 +73,20 @@ class ReleasePacer:
             run = self.unechoed.setdefault(target, {})
             run[batch] = run.get(batch, 0) + 1
             out.append(Send(target, packet))
-        for target, run in self.unechoed.items():
-            if run:
-                nonce, self._next_echo = self._next_echo, self._next_echo + 1
-                self.echoes[nonce] = Echo(nonce, target, sum(run.values()), dict(run), now + ECHO_TIMEOUT)
-                out.append(Send(target, echo=nonce))
-        self.unechoed = {}
+            if sum(run.values()) >= self.chunk:       # credit comes back a chunk at a time: no stop-and-wait
+                out.append(self._echo(target, now))
+        out += [self._echo(target, now) for target, run in list(self.unechoed.items()) if run]
         return out
+
+    @property
+    def chunk(self) -> int:
+        return max(1, self.window // 4)
+
+    def _echo(self, target: str, now: float) -> Send:
+        run = self.unechoed.pop(target)
+        nonce, self._next_echo = self._next_echo, self._next_echo + 1
+        self.echoes[nonce] = Echo(nonce, target, sum(run.values()), run, now + ECHO_TIMEOUT)
+        return Send(target, echo=nonce)
 
     def echoed(self, nonce: int) -> list[int]:
         """An echo came back: its credit returns; the batches now wholly released, in order."""

@@ -17,7 +17,7 @@ from pydantic import Field
 from p4handoff.docmodel import IPv4, MAC, DocModel, Name, whole
 
 PORT_BUFFER = "buffer"
-DEFAULT_WINDOW = 16
+DEFAULT_WINDOW = 32      # half BMv2's default egress depth (64): docs/controller.md, 'The buffer service'
 
 
 class BufferService(DocModel):
