@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 from p4handoff.controller.bufsvc_link import ServiceArrivals, ServiceLink
 from p4handoff.controller.intents import Release
 from p4handoff.controller.network import Network
-from p4handoff.controller.packets import PacketError, forged_marker, parse_ipv4
+from p4handoff.controller.packets import PacketError, forged_marker, may_be_marker, parse_ipv4
 from p4handoff.keyfile import Keys
 
 PROBE = "bufsvc"       # the fence "switch" whose probes are the service's RELEASED answers
@@ -72,7 +72,7 @@ class ServicePath:
             self.counters["arrivals"] += 1
             switch = self.names.get(addr)
             try:
-                forged = forged_marker(parse_ipv4(packet))
+                forged = may_be_marker(packet) and forged_marker(parse_ipv4(packet))
             except PacketError as exc:
                 self.counters["refused"] += 1
                 self.log("punt_malformed", {"switch": switch, "via": "bufsvc", "reason": str(exc)})

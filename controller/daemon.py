@@ -479,10 +479,11 @@ class Daemon:
         """Packets the buffer service read from the switches' buffer ports: as buffer packet-ins, one batch."""
         assert self.bufsvc is not None
         batch, now = self._batch(), time.monotonic()
-        for switch, packet in self.bufsvc.accepted(ev):
-            batch.add(self.mobility.packet_in(switch, packet, now))
-            for nonce in self._stood_for(packet) if self._followers else []:
-                batch.add(self.mobility.marker_back(switch, nonce, now))
+        with self.mobility.pool.deferred_journal():
+            for switch, packet in self.bufsvc.accepted(ev):
+                batch.add(self.mobility.packet_in(switch, packet, now))
+                for nonce in self._stood_for(packet) if self._followers else []:
+                    batch.add(self.mobility.marker_back(switch, nonce, now))
         self._flush(batch)
         self.bufsvc.ack(ev)          # handled and journaled: the service may forget them
 
