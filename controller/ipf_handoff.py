@@ -29,6 +29,7 @@ from p4handoff.controller.packets import marker_packet
 from p4handoff.notify import Event, Forwarding
 
 MAX_DRAIN_ROUNDS = 2     # the first overlaps the gateway marker; a second covers what was released meanwhile
+RELEASE_ALLOWANCE_S = 0.001   # a drain marker's timeout grows by this per release ahead of it (a floor of 1 k/s)
 
 
 class IpfHandoff:
@@ -166,8 +167,9 @@ class IpfHandoff:
         the final routes wait for it: what the new routes bring then queues behind the flush.
         """
         src, bs, port, mac = self._release_path(st)
-        nonce = self.state.markers.issue(st.host.name, now)
-        st.drain_marker = (nonce, now + self.state.marker_s)
+        extra = st.since_drain * RELEASE_ALLOWANCE_S       # it waits behind them: a big flush is not cut short
+        nonce = self.state.markers.issue(st.host.name, now, extra)
+        st.drain_marker = (nonce, now + self.state.marker_s + extra)
         st.drain_rounds += 1
         self.log("marker_sent", {"mh": st.host.name, "kind": "drain", "via": src, "to": bs,
                                  "behind": st.since_drain})

@@ -135,3 +135,33 @@ def test_a_stranger_on_the_service_port_is_refused(tb):
         Channel(b"\x01" * 32, "controller").feed(b"\x00\x00\x00\x09" + bytes([3]) + bytes(8))
     attach(tb, 0, "bs1", 1)                                 # the controller's link still works
     assert tb.ctl({"cmd": "status"})["buffer_service"]["up"]
+
+
+def test_packets_diverted_while_the_controller_is_down_survive_it_and_a_service_restart(tb):
+    """The controller is killed (-9) while mh1 is detached; 40 packets are diverted meanwhile (with the
+    packet-in path BMv2 drops them: nobody reads the packet-ins). The service keeps them, journaled; it is
+    killed (-9) and restarted too, restores them from its spool, and hands them to the new controller, which
+    flushes them to bs2 complete and in order."""
+    n = 40
+    attach(tb, 0, "bs1", 1)
+    assert tb.ctl({"cmd": "detach", "mh": "mh1"})["phase"] == "detached-buffering"
+    tb.stop_controller(kill=True)
+    for seq in range(n):
+        tb.hosts["ch"].send(tb.data_frame(0, seq))
+        time.sleep(0.005)
+    time.sleep(0.5)
+    tb.stop_bufsvc(kill=True)
+    assert (tb.workdir / "bufsvc.spool").stat().st_size > 0
+    tb.start_bufsvc()
+    assert tb.log_events_of(tb.bufsvc_log, "bufsvc_restored")[-1]["packets"] == n
+    tb.start_controller()
+    st = tb.wait_for(lambda s: s["mobile_hosts"][0]["buffer"] == n, timeout=10)["mobile_hosts"][0]
+    assert st["phase"] == "detached-buffering"
+    cell2 = Collector(tb.hosts["cell2"])
+    tb.register(0, "bs2", 2, wait_reply=0)
+    tb.wait_for(lambda s: s["mobile_hosts"][0]["bs"] == "bs2" and s["mobile_hosts"][0]["phase"] == "attached",
+                timeout=10)
+    time.sleep(1.0)
+    assert [s for s, _ in received_seqs(cell2.stop(), mh_ip(0))] == list(range(n))
+    time.sleep(0.3)
+    assert (tb.workdir / "bufsvc.spool").stat().st_size == 0       # acknowledged: the service forgot them
