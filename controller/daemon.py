@@ -475,17 +475,31 @@ class Daemon:
             for nonce in self._stood_for(split_ethernet(ev.packet.payload)[2]):
                 batch.add(self.mobility.marker_back(ev.switch, nonce, now))
 
-    def _on_arrivals(self, ev: ServiceArrivals) -> None:
-        """Packets the buffer service read from the switches' buffer ports: as buffer packet-ins, one batch."""
+    def _on_arrivals(self, first: ServiceArrivals) -> None:
+        """Packets the buffer service read from the switches' buffer ports (with the messages already queued
+        behind these): handled as buffer packet-ins, their effects flushed as one batch."""
         assert self.bufsvc is not None
-        batch, now = self._batch(), time.monotonic()
+        batch, now, last = self._batch(), time.monotonic(), first
+        ev: ServiceArrivals | None = first
         with self.mobility.pool.deferred_journal():
-            for switch, packet in self.bufsvc.accepted(ev):
-                batch.add(self.mobility.packet_in(switch, packet, now))
-                for nonce in self._stood_for(packet) if self._followers else []:
-                    batch.add(self.mobility.marker_back(switch, nonce, now))
+            while ev is not None:
+                for switch, packet in self.bufsvc.accepted(ev):
+                    batch.add(self.mobility.packet_in(switch, packet, now))
+                    for nonce in self._stood_for(packet) if self._followers else []:
+                        batch.add(self.mobility.marker_back(switch, nonce, now))
+                last, ev = ev, self._queued_arrivals()
         self._flush(batch)
-        self.bufsvc.ack(ev)          # handled and journaled: the service may forget them
+        self.bufsvc.ack(last)          # handled and journaled: the service may forget them
+
+    def _queued_arrivals(self) -> ServiceArrivals | None:
+        try:
+            ev = self._held.popleft() if self._held else self.events.get_nowait()
+        except queue.Empty:
+            return None
+        if isinstance(ev, ServiceArrivals):
+            return ev
+        self._held.appendleft(ev)
+        return None
 
     def _stood_for(self, packet: bytes) -> list[int]:
         """The markers a returned marker stood in for (coalesced behind it, effect_batch.py)."""
