@@ -23,7 +23,11 @@ Three simple_switch_grpc (gateway + 2 BSs, topo/testbed.py) and the real
       kernel's receive timestamps), then the same burst forwarded by the
       pipeline gw -> bs2 -> MH (pipeline_pps, measured the same way)
   buffer_path_vs_pipeline  min(punt_pps, release_pps) / pipeline_pps of the same round
-  (the three rates and the ratio: medians over ROUNDS bursts, the MH ping-ponging)
+  (the three rates and the ratio: medians over ROUNDS bursts, the MH ping-ponging; each round printed
+  with the 1-min load average.) Measured twice in one run: through the buffer service
+  (`buffer_service`, `p4handoff ctl bufsvc` on port 4 of every switch: the unsuffixed names) and
+  through the controller's packet-in / packet-out (the same names with `_controller`)
+  load_at_start / load_at_end  the 1-min load average (the machine is shared)
   status_counters_p50_ms / _max_ms  `ctl status` with the switches' counters
       (one Read per switch on controller/port_counters.py's thread), 20 rounds
   flush64_ms      completion time of a handoff with a full 64-packet buffer
@@ -33,6 +37,7 @@ Three simple_switch_grpc (gateway + 2 BSs, topo/testbed.py) and the real
   p4rt_parse100_ms  parsing that request's bytes, median of 50
   protobuf_backend  the protobuf implementation those two ran on
 (the last three need only build/bs.p4info.txtpb, not BMv2)
+`--only buffer-path`: only the two buffer paths.
 `--smoke`: 3 handoffs, 20 registered MHs, 2 groups of 8, bursts of 64 (the test suite's check that it runs).
 """
 from __future__ import annotations
