@@ -22,6 +22,7 @@ the listening socket, the controller's connection.
 """
 from __future__ import annotations
 
+import errno
 import ipaddress
 import selectors
 import socket
@@ -55,7 +56,7 @@ class BufferService:
             raise ValueError("the description has no buffer_service")
         self.net, self.svc, self.key, self.log = net, svc, key, log
         self.addr_raw = ipaddress.IPv4Address(svc.address).packed
-        self.by_addr = {ipaddress.IPv4Address(s.address).packed: s for s in net.switches}
+        self.by_target = {s.address: s for s in net.switches}
         self.links = links if links is not None else {
             name: _link(iface) for name, iface in svc.interfaces.items()}
         self.link_of = {sock.fileno(): name for name, sock in self.links.items()}
@@ -68,7 +69,8 @@ class BufferService:
         self.listener: socket.socket | None = None
         self.conn: socket.socket | None = None
         self.chan: Channel | None = None
-        self.counters = {"arrivals": 0, "released": 0, "refused_frames": 0, "refused_peers": 0, "echoes": 0}
+        self.counters = {"arrivals": 0, "released": 0, "refused_frames": 0, "refused_peers": 0, "echoes": 0,
+                         "send_failed": 0}
         self._stop = False
 
     # ---------------------------------------------------------------- lifecycle
@@ -184,7 +186,7 @@ class BufferService:
 
     def _send_releases(self) -> None:
         for s in self.pacer.pump(time.monotonic()):
-            sw = next(x for x in self.net.switches if x.address == s.target)
+            sw = self.by_target[s.target]
             if s.echo is not None:
                 inner = udp_packet(self.svc.address, self.svc.address, ECHO_PORT, ECHO_PORT,
                                    _ECHO.pack(ECHO_MAGIC, s.echo))
@@ -194,13 +196,8 @@ class BufferService:
                 self.counters["released"] += 1
             frame = ethernet(sw.mac, self.svc.mac, encapsulate(inner, self.svc.address, sw.address, dscp))
             link = self.links.get(sw.name)
-            if link is None:
-                continue
-            try:
-                link.send(frame)
-            except BlockingIOError:
-                time.sleep(0.0005)       # the link's socket buffer is full for a moment: once more
-                link.send(frame)
+            if link is None or not _send(link, frame):
+                self.counters["send_failed"] += 1
 
     # ---------------------------------------------------------------- the controller
 
@@ -298,6 +295,21 @@ class BufferService:
             self._drop_controller(str(exc))
             return False
         return True
+
+
+def _send(link: socket.socket, frame: bytes, tries: int = 200) -> bool:
+    """Write one frame; a full link queue (the window keeps it short) is waited out for up to ~40 ms."""
+    for _ in range(tries):
+        try:
+            link.send(frame)
+            return True
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError as exc:
+            if exc.errno != errno.ENOBUFS:
+                return False
+        time.sleep(0.0002)
+    return False
 
 
 def _link(iface: str) -> socket.socket:

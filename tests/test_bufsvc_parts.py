@@ -139,3 +139,33 @@ def test_buffer_ports_and_the_service_must_come_together(tmp_path):
     doc = service_network(tmp_path, address=doc["switches"][0]["address"])
     with pytest.raises(NetworkError, match="already another"):
         parse_network(doc)
+
+
+def test_with_a_service_releases_and_their_drain_marker_are_tunnelled_even_between_unpeered_bss(tmp_path):
+    """The service reaches every BS through its own buffer port, so a handoff between BSs that are not
+    peered still releases by tunnel (from the service), and the drain marker follows the releases on that
+    path; a BS that still diverts the MH (it came back mid-handoff) is released to directly."""
+    from p4handoff.controller.intents import Release, SendToward
+    from p4handoff.controller.mobility import Mobility
+    from p4handoff.controller.packets import udp_packet
+
+    doc = service_network(tmp_path)
+    for sw in doc["switches"]:
+        sw["ports"] = [p for p in sw["ports"] if not (p.get("role") == "peer" and {sw["name"], p["peer"]} ==
+                                                        {"bs1", "bs2"})]
+    net = parse_network(doc)
+    assert not net.peered("bs1", "bs2")
+    mob = Mobility(net, seed=1)
+    st = mob.state("mh1")
+    mob.ipf.attach(st, "bs1", 1, "02:aa:00:00:00:01", 0.0, "test")
+    mob.detach("mh1", 0.1)
+    for seq in range(3):
+        mob.packet_in("bs1", udp_packet("10.0.0.1", "10.0.1.1", 1, 2, bytes([seq])), 0.2)
+    fx = mob.move("mh1", "bs2", 0.3)
+    rel = [e for e in fx if isinstance(e, Release)]
+    assert len(rel) == 4 and all(r.tunnel and r.target == "bs2" for r in rel)     # 3 packets + the drain marker
+    assert not [e for e in fx if isinstance(e, SendToward) and e.switch == "bs2"]
+    # back at bs1 before the handoff completed: bs1 diverts, so releases there are direct
+    mob.move("mh1", "bs1", 0.31)
+    mob.packet_in("bs1", udp_packet("10.0.0.1", "10.0.1.1", 1, 2, b"x"), 0.32)
+    assert st.bs == "bs1" and not st.release_tunnel
