@@ -72,6 +72,7 @@ class BufferService:
         self.counters = {"arrivals": 0, "released": 0, "refused_frames": 0, "refused_peers": 0, "echoes": 0,
                          "send_failed": 0}
         self._stop = False
+        self._rx = bytearray(65536)
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -140,11 +141,13 @@ class BufferService:
         assert sw is not None
         own = ipaddress.IPv4Address(sw.address).packed
         fresh: list[Record] = []
+        buf = self._rx
         for _ in range(READ_BURST):
             try:
-                frame, where = sock.recvfrom(65535)
+                n, where = sock.recvfrom_into(buf)
             except BlockingIOError:
                 break
+            frame = bytes(buf[:n])        # one copy of the frame, not a 64 KiB buffer per read
             if where[2] == PACKET_OUTGOING:
                 continue
             if frame[26:30] == self.addr_raw and frame[30:34] == self.addr_raw and frame[23] != IP_PROTO_IPIP:
