@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import os
+import socket
 import struct
 from dataclasses import dataclass, field
 
@@ -50,7 +50,7 @@ def pack_items(head: int, items: list[tuple[str, bytes]]) -> bytes:
     """`head` (a sequence or batch number) and (address, packet) pairs."""
     out = [_Q.pack(head)]
     for addr, packet in items:
-        out.append(_ITEM.pack(ipaddress.IPv4Address(addr).packed, len(packet)))
+        out.append(_ITEM.pack(socket.inet_aton(addr), len(packet)))
         out.append(packet)
     return b"".join(out)
 
@@ -67,7 +67,7 @@ def unpack_items(payload: bytes) -> tuple[int, list[tuple[str, bytes]]]:
         i += _ITEM.size
         if i + n > len(payload):
             raise ChannelError("truncated packet")
-        items.append((str(ipaddress.IPv4Address(raw)), payload[i:i + n]))
+        items.append((socket.inet_ntoa(raw), payload[i:i + n]))
         i += n
     return head, items
 
