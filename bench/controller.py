@@ -15,7 +15,7 @@ Three simple_switch_grpc (gateway + 2 BSs, topo/testbed.py) and the real
       with BUFFERED packets buffered, send their registrations together; the
       first registration sent -> the last of the 64 `handoff_active` (new BS
       delivering, its buffer flushed and drained, gateway rerouted); 20 groups
-      ping-ponging bs1 <-> bs2
+      ping-ponging bs1 <-> bs2; `_service_p50` / `_service_p99`: the same through the buffer service
   punt_pps / release_pps / pipeline_pps  the buffer path against the pipeline,
       on the same switches in one run: BURST packets sent back to back to a
       detached MH (punt_pps: first sent -> all in its buffer), released when it
@@ -209,9 +209,10 @@ def all_buffered(status: dict, n: int) -> bool:
     return all(m["buffer"] >= n for m in status["mobile_hosts"])
 
 
-def group_handoffs(workdir: Path, k: int, groups: int) -> list[float]:
-    """ms from the first of k registrations sent together to the last of their handoffs active, per group."""
-    tb = Testbed(workdir, n_mobiles=k, hold_time_ms=50)
+def group_handoffs(workdir: Path, k: int, groups: int, service: bool = False) -> list[float]:
+    """ms from the first of k registrations sent together to the last of their handoffs active, per group
+    (`service`: the buffer path is the buffer service)."""
+    tb = Testbed(workdir, n_mobiles=k, hold_time_ms=50, buffer_service=service)
     try:
         tb.start()
         tb.start_controller(timeout=120)
@@ -372,6 +373,9 @@ def figures(tmp_path: Path, args: argparse.Namespace) -> None:
     print(f"groups_measured: {len(groups)} of {args.group} MHs, {BUFFERED} packets buffered each")
     print(f"group_handoff_ms_k{args.group}_p50: {percentile(groups, 50):.2f}")
     print(f"group_handoff_ms_k{args.group}_p99: {percentile(groups, 99):.2f}")
+    groups = group_handoffs(tmp_path / "d1", args.group, args.groups, service=True)
+    print(f"group_handoff_ms_k{args.group}_service_p50: {percentile(groups, 50):.2f}")
+    print(f"group_handoff_ms_k{args.group}_service_p99: {percentile(groups, 99):.2f}")
 
 
 if __name__ == "__main__":
