@@ -46,6 +46,7 @@ ECHO_MAGIC = b"P4HBSECH"
 _ECHO = struct.Struct("!8sQ")
 READ_BURST = 256              # frames read from one link before the others get a turn
 MAX_ARRIVALS = 512            # arrivals per ARRIVALS message
+HANDSHAKE_S = 2.0             # a connection that has not authenticated by then is dropped
 
 
 class BufferService:
@@ -69,6 +70,7 @@ class BufferService:
         self.listener: socket.socket | None = None
         self.conn: socket.socket | None = None
         self.chan: Channel | None = None
+        self.pending: dict[int, tuple[socket.socket, Channel, str, float]] = {}   # handshakes under way
         self.counters = {"arrivals": 0, "released": 0, "refused_frames": 0, "refused_peers": 0, "echoes": 0,
                          "send_failed": 0}
         self._stop = False
@@ -101,7 +103,7 @@ class BufferService:
 
     def close(self) -> None:
         self.sel.close()
-        for s in (self.listener, self.conn, *self.links.values()):
+        for s in (self.listener, self.conn, *self.links.values(), *(p[0] for p in self.pending.values())):
             if s is not None:
                 s.close()
         if self.spool is not None:
@@ -124,9 +126,12 @@ class BufferService:
                 self._read_link(key.fileobj)       # type: ignore[arg-type]
             elif key.data == "listen":
                 self._accept()
+            elif key.data == "handshake":
+                self._handshake(key.fileobj)      # type: ignore[arg-type]
             else:
                 self._read_controller()
         expired = self.pacer.timeouts
+        self._expire_handshakes(time.monotonic())
         self._released(self.pacer.expire(time.monotonic()))
         if self.pacer.timeouts != expired:
             self.log("bufsvc_echo_timeout", {"timeouts": self.pacer.timeouts})
@@ -205,35 +210,58 @@ class BufferService:
     # ---------------------------------------------------------------- the controller
 
     def _accept(self) -> None:
+        """A new connection: HELLO now; the rest of the handshake as its bytes arrive (`_handshake`), so a
+        peer that connects and stalls holds up nothing (it is dropped after HANDSHAKE_S)."""
         assert self.listener is not None
         try:
             conn, peer = self.listener.accept()
         except BlockingIOError:
             return
-        conn.setblocking(True)
         chan = Channel(self.key, "service")
-        conn.settimeout(2.0)
         try:
             conn.sendall(chan.hello())
-            while not chan.ready:
-                data = conn.recv(4096)
-                if not data:
-                    raise ChannelError("closed during the handshake")
-                _, reply = chan.feed(data)
-                conn.sendall(reply)
-        except (ChannelError, OSError) as exc:
-            self.counters["refused_peers"] += 1
-            self.log("bufsvc_peer_refused", {"peer": f"{peer[0]}:{peer[1]}", "reason": str(exc)})
+        except OSError:
             conn.close()
             return
-        conn.settimeout(None)
         conn.setblocking(False)
+        self.pending[conn.fileno()] = (conn, chan, f"{peer[0]}:{peer[1]}", time.monotonic() + HANDSHAKE_S)
+        self.sel.register(conn, selectors.EVENT_READ, "handshake")
+
+    def _handshake(self, conn: socket.socket) -> None:
+        _, chan, peer, _ = self.pending[conn.fileno()]
+        try:
+            data = conn.recv(4096)
+            if not data:
+                raise ChannelError("closed during the handshake")
+            _, reply = chan.feed(data)
+            conn.sendall(reply)
+        except BlockingIOError:
+            return
+        except (ChannelError, OSError) as exc:
+            self._refuse(conn, str(exc))
+            return
+        if not chan.ready:
+            return
+        del self.pending[conn.fileno()]
+        self.sel.unregister(conn)
         if self.conn is not None:          # an authenticated controller replaces the one before
             self._drop_controller("replaced")
         self.conn, self.chan = conn, chan
         self.unsent = len(self.unacked)    # everything not acknowledged goes again (a duplicate, never a loss)
         self.sel.register(conn, selectors.EVENT_READ, "controller")
-        self.log("bufsvc_controller", {"peer": f"{peer[0]}:{peer[1]}", "unacked": len(self.unacked)})
+        self.log("bufsvc_controller", {"peer": peer, "unacked": len(self.unacked)})
+
+    def _refuse(self, conn: socket.socket, reason: str) -> None:
+        _, _, peer, _ = self.pending.pop(conn.fileno())
+        self.sel.unregister(conn)
+        conn.close()
+        self.counters["refused_peers"] += 1
+        self.log("bufsvc_peer_refused", {"peer": peer, "reason": reason})
+
+    def _expire_handshakes(self, now: float) -> None:
+        for conn, _, _, deadline in list(self.pending.values()):
+            if deadline <= now:
+                self._refuse(conn, f"no valid handshake within {HANDSHAKE_S} s")
 
     def _drop_controller(self, reason: str) -> None:
         assert self.conn is not None

@@ -80,8 +80,8 @@ def test_a_stream_handed_off_through_the_service_arrives_complete_in_order_and_p
 
 
 def test_a_stranger_on_the_service_port_is_refused(tb):
-    """A client without the key gets no further than the handshake; one with a wrong key is refused and
-    logged; the controller's own connection is unaffected."""
+    """A client with a wrong key is refused at the handshake and logged; one that connects and stays silent
+    is dropped after 2 s and stalls nothing meanwhile; the controller's own connection is unaffected."""
     host, port = BUFSVC_CONTROL.rsplit(":", 1)
 
     def attempt(key: bytes) -> bytes:
@@ -106,8 +106,27 @@ def test_a_stranger_on_the_service_port_is_refused(tb):
     assert refused and "does not check" in refused[-1]["reason"]
     with pytest.raises(ChannelError):
         Channel(b"\x01" * 32, "controller").feed(b"\x00\x00\x00\x09" + bytes([3]) + bytes(8))
-    attach(tb, 0, "bs1", 1)                                 # the controller's link still works
-    assert tb.ctl({"cmd": "status"})["buffer_service"]["up"]
+    # a stranger who connects and says nothing holds up nothing: a buffered handoff goes through meanwhile
+    silent = tb.fab.call(lambda: socket.create_connection((host, int(port)), timeout=3))
+    try:
+        attach(tb, 0, "bs1", 1)
+        cell2 = Collector(tb.hosts["cell2"])
+        assert tb.ctl({"cmd": "detach", "mh": "mh1"})["phase"] == "detached-buffering"
+        for seq in range(10):
+            tb.hosts["ch"].send(tb.data_frame(0, seq))
+        tb.wait_for(lambda s: s["mobile_hosts"][0]["buffer"] == 10, timeout=5)
+        tb.register(0, "bs2", 2, wait_reply=0)
+        tb.wait_for(lambda s: s["mobile_hosts"][0]["bs"] == "bs2" and s["mobile_hosts"][0]["phase"] == "attached")
+        time.sleep(0.5)
+        assert [s for s, _ in received_seqs(cell2.stop(), mh_ip(0))] == list(range(10))
+        deadline = time.monotonic() + 5
+        while not any("no valid handshake" in e["reason"]
+                      for e in tb.log_events_of(tb.bufsvc_log, "bufsvc_peer_refused")):
+            assert time.monotonic() < deadline, "the silent connection was never dropped"
+            time.sleep(0.1)
+    finally:
+        silent.close()
+    assert tb.ctl({"cmd": "status"})["buffer_service"]["up"]        # the controller's link was never disturbed
 
 
 def test_packets_diverted_while_the_controller_is_down_survive_it_and_a_service_restart(tb):
