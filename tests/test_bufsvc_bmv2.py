@@ -7,6 +7,8 @@ compiled program or network namespaces are missing.
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import time
 
 import pytest
@@ -77,6 +79,9 @@ def test_a_stream_handed_off_through_the_service_arrives_complete_in_order_and_p
     # nothing of the MH's went through the controller's packet-in path
     assert not tb.log_events("punt_dropped")
     assert status["counters"]["packet_in"] < 30
+    shown = subprocess.run([sys.executable, "-m", "p4handoff", "ctl", "status", "--socket", tb.socket_path],
+                           capture_output=True, text=True, timeout=30).stdout
+    assert "buffer service: up" in shown
 
 
 def test_a_stranger_on_the_service_port_is_refused(tb):

@@ -286,6 +286,11 @@ def _status(args: argparse.Namespace) -> int:
         err = f"  ({s['last_error']})" if s["last_error"] and s["state"] != "up" else ""
         print(f"  {s['name']:<10} {s['role']:<8} {s['state']:<11} {s['grpc']:<22} entries={s['entries']} "
               f"connects={s['connects']}{err}")
+    svc = reply.get("buffer_service")
+    if svc is not None:
+        print(f"buffer service: {'up' if svc['up'] else 'down'} arrivals={svc['arrivals']} "
+              f"released={svc['released']} batches={svc['batches']} lost_releases={svc['lost_releases']} "
+              f"refused={svc['refused']}")
     print(f"mobile hosts (buffered {reply['buffer_total']}/{reply['buffer_limit']}):")
     for m in reply["mobile_hosts"]:
         extra = f" probe={m['probe']['addr']}@{m['probe']['bs']}" if m["probe"] else ""
