@@ -15,7 +15,7 @@ Three simple_switch_grpc (gateway + 2 BSs, topo/testbed.py) and the real
       with BUFFERED packets buffered, send their registrations together; the
       first registration sent -> the last of the 64 `handoff_active` (new BS
       delivering, its buffer flushed and drained, gateway rerouted); 20 groups
-      ping-ponging bs1 <-> bs2
+      ping-ponging bs1 <-> bs2; `_service_p50` / `_service_p99`: the same through the buffer service
   punt_pps / release_pps / pipeline_pps  the buffer path against the pipeline,
       on the same switches in one run: BURST packets sent back to back to a
       detached MH (punt_pps: first sent -> all in its buffer), released when it
@@ -23,7 +23,11 @@ Three simple_switch_grpc (gateway + 2 BSs, topo/testbed.py) and the real
       kernel's receive timestamps), then the same burst forwarded by the
       pipeline gw -> bs2 -> MH (pipeline_pps, measured the same way)
   buffer_path_vs_pipeline  min(punt_pps, release_pps) / pipeline_pps of the same round
-  (the three rates and the ratio: medians over ROUNDS bursts, the MH ping-ponging)
+  (the three rates and the ratio: medians over ROUNDS bursts, the MH ping-ponging; each round printed
+  with the 1-min load average.) Measured twice in one run: through the buffer service
+  (`buffer_service`, `p4handoff ctl bufsvc` on port 4 of every switch: the unsuffixed names) and
+  through the controller's packet-in / packet-out (the same names with `_controller`)
+  load_at_start / load_at_end  the 1-min load average (the machine is shared)
   status_counters_p50_ms / _max_ms  `ctl status` with the switches' counters
       (one Read per switch on controller/port_counters.py's thread), 20 rounds
   flush64_ms      completion time of a handoff with a full 64-packet buffer
@@ -33,12 +37,14 @@ Three simple_switch_grpc (gateway + 2 BSs, topo/testbed.py) and the real
   p4rt_parse100_ms  parsing that request's bytes, median of 50
   protobuf_backend  the protobuf implementation those two ran on
 (the last three need only build/bs.p4info.txtpb, not BMv2)
+`--only buffer-path`: only the two buffer paths.
 `--smoke`: 3 handoffs, 20 registered MHs, 2 groups of 8, bursts of 64 (the test suite's check that it runs).
 """
 from __future__ import annotations
 
 import argparse
 import functools
+import os
 import socket
 import statistics
 import struct
@@ -203,9 +209,10 @@ def all_buffered(status: dict, n: int) -> bool:
     return all(m["buffer"] >= n for m in status["mobile_hosts"])
 
 
-def group_handoffs(workdir: Path, k: int, groups: int) -> list[float]:
-    """ms from the first of k registrations sent together to the last of their handoffs active, per group."""
-    tb = Testbed(workdir, n_mobiles=k, hold_time_ms=50)
+def group_handoffs(workdir: Path, k: int, groups: int, service: bool = False) -> list[float]:
+    """ms from the first of k registrations sent together to the last of their handoffs active, per group
+    (`service`: the buffer path is the buffer service)."""
+    tb = Testbed(workdir, n_mobiles=k, hold_time_ms=50, buffer_service=service)
     try:
         tb.start()
         tb.start_controller(timeout=120)
@@ -235,11 +242,12 @@ def group_handoffs(workdir: Path, k: int, groups: int) -> list[float]:
         tb.close()
 
 
-def buffer_path(workdir: Path, burst: int, rounds: int) -> tuple[float, float, float, float]:
+def buffer_path(workdir: Path, burst: int, rounds: int, service: bool = False) -> tuple[float, float, float, float]:
     """Medians over `rounds` of (punt_pps, release_pps, pipeline_pps, min(punt, release) / pipeline), each
     round one burst of `burst` packets (module doc), the MH ping-ponging bs1 <-> bs2: on a loaded machine the
-    rate of the moment varies more than the two paths differ, so each ratio is of the same round."""
-    tb = Testbed(workdir, n_mobiles=1, per_mh_packets=burst)
+    rate of the moment varies more than the two paths differ, so each ratio is of the same round.
+    `service`: the buffer path is the buffer service (`buffer_service`), else the controller's packet-in/out."""
+    tb = Testbed(workdir, n_mobiles=1, per_mh_packets=burst, buffer_service=service)
     rows = []
     try:
         tb.start()
@@ -272,8 +280,9 @@ def buffer_path(workdir: Path, burst: int, rounds: int) -> tuple[float, float, f
                 tb.hosts["ch"].send(f)
             pipeline = forwarded.rate(burst)
             rows.append((punt, release, pipeline, min(punt, release) / pipeline))
-            print(f"# buffer path round {r}: punt {punt:.0f}, release {release:.0f}, pipeline {pipeline:.0f} pps",
-                  flush=True)
+            print(f"# {'service' if service else 'controller'} buffer path round {r}: punt {punt:.0f}, release "
+                  f"{release:.0f}, pipeline {pipeline:.0f} pps, ratio {rows[-1][3]:.3f}, load "
+                  f"{os.getloadavg()[0]:.2f}", flush=True)
     finally:
         tb.close()
     punt, release, pipeline, ratio = (statistics.median(col) for col in zip(*rows))
@@ -308,6 +317,7 @@ def main() -> int:
     ap.add_argument("--groups", type=whole_number(1), default=20)
     ap.add_argument("--burst", type=whole_number(1), default=512, help="packets through the buffer path")
     ap.add_argument("--rounds", type=whole_number(1), default=7, help="buffer path bursts (medians)")
+    ap.add_argument("--only", choices=("buffer-path",), help="run only this part (the buffer path, both kinds)")
     ap.add_argument("--smoke", action="store_true", help="3 handoffs, 20 MHs, 10 movers, 2 groups of 8 (tests)")
     args = ap.parse_args()
     if args.smoke:
@@ -332,27 +342,40 @@ def main() -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="p4h-bench-ctl-") as tmp:
         tmp_path = Path(tmp)
-        times = completion_times(tmp_path / "a", args.handoffs)
-        print(f"handoffs_measured: {len(times)}")
-        print(f"handoff_p50_ms: {percentile(times, 50):.2f}")
-        print(f"handoff_p99_ms: {percentile(times, 99):.2f}")
-        print(f"handoff_mean_ms: {statistics.fmean(times):.2f}")
-        flush_ms, pps = flush_full_buffer(tmp_path / "b")
-        print(f"flush64_ms: {flush_ms:.2f}")
-        print(f"punt_to_release_pps: {pps:.0f}")
-        rate = handoff_rate(tmp_path / "c", args.mobiles, args.movers)
-        print(f"registered_mhs: {args.mobiles}")
-        print(f"handoffs_per_s: {rate:.1f}")
-        groups = group_handoffs(tmp_path / "d", args.group, args.groups)
-        print(f"groups_measured: {len(groups)} of {args.group} MHs, {BUFFERED} packets buffered each")
-        print(f"group_handoff_ms_k{args.group}_p50: {percentile(groups, 50):.2f}")
-        print(f"group_handoff_ms_k{args.group}_p99: {percentile(groups, 99):.2f}")
-        punt, release, pipeline, ratio = buffer_path(tmp_path / "e", args.burst, args.rounds)
-        print(f"punt_pps: {punt:.0f}")
-        print(f"release_pps: {release:.0f}")
-        print(f"pipeline_pps: {pipeline:.0f}")
-        print(f"buffer_path_vs_pipeline: {ratio:.3f}")
+        print(f"load_at_start: {os.getloadavg()[0]:.2f}")
+        if args.only != "buffer-path":
+            figures(tmp_path, args)
+        for service in (False, True):
+            punt, release, pipeline, ratio = buffer_path(tmp_path / f"e{int(service)}", args.burst, args.rounds, service)
+            tag = "" if service else "_controller"
+            print(f"punt_pps{tag}: {punt:.0f}")
+            print(f"release_pps{tag}: {release:.0f}")
+            print(f"pipeline_pps{tag}: {pipeline:.0f}")
+            print(f"buffer_path_vs_pipeline{tag}: {ratio:.3f}")
+        print(f"load_at_end: {os.getloadavg()[0]:.2f}")
     return 0
+
+
+def figures(tmp_path: Path, args: argparse.Namespace) -> None:
+    """Everything but the buffer path (module doc), in one run."""
+    times = completion_times(tmp_path / "a", args.handoffs)
+    print(f"handoffs_measured: {len(times)}")
+    print(f"handoff_p50_ms: {percentile(times, 50):.2f}")
+    print(f"handoff_p99_ms: {percentile(times, 99):.2f}")
+    print(f"handoff_mean_ms: {statistics.fmean(times):.2f}")
+    flush_ms, pps = flush_full_buffer(tmp_path / "b")
+    print(f"flush64_ms: {flush_ms:.2f}")
+    print(f"punt_to_release_pps: {pps:.0f}")
+    rate = handoff_rate(tmp_path / "c", args.mobiles, args.movers)
+    print(f"registered_mhs: {args.mobiles}")
+    print(f"handoffs_per_s: {rate:.1f}")
+    groups = group_handoffs(tmp_path / "d", args.group, args.groups)
+    print(f"groups_measured: {len(groups)} of {args.group} MHs, {BUFFERED} packets buffered each")
+    print(f"group_handoff_ms_k{args.group}_p50: {percentile(groups, 50):.2f}")
+    print(f"group_handoff_ms_k{args.group}_p99: {percentile(groups, 99):.2f}")
+    groups = group_handoffs(tmp_path / "d1", args.group, args.groups, service=True)
+    print(f"group_handoff_ms_k{args.group}_service_p50: {percentile(groups, 50):.2f}")
+    print(f"group_handoff_ms_k{args.group}_service_p99: {percentile(groups, 99):.2f}")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ once, releases when the daemon has handed their packet-outs to the switch
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from p4handoff.controller.spool import COMPACT_BYTES, PROMOTE, PUSH, REMOVE, Record, Spool
@@ -73,6 +75,7 @@ class BufferPool:
         self._buffers: dict[str, MhBuffer] = {}
         self._next_id = 1
         self._uncommitted: list[Record] = []       # releases not yet given to a fence
+        self._deferred: list[Record] | None = None  # records of a `deferred_journal` block, written at its end
 
     def add_mh(self, mh: str, limit: int) -> None:
         self._buffers[mh] = MhBuffer(limit)
@@ -98,7 +101,7 @@ class BufferPool:
         buf.stats.buffered += 1
         self.total += 1
         if self.spool is not None:
-            self.spool.append(records + [Record(PUSH, mh, pid, segment, packet)])
+            self._write(records + [Record(PUSH, mh, pid, segment, packet)])
 
     def pop_main(self, mh: str) -> bytes | None:
         """The next packet to release, or None if only held segments (or nothing) remain.
@@ -136,7 +139,7 @@ class BufferPool:
             seg.clear()
         self.total -= len(ids)
         if self.spool is not None:
-            self.spool.append([Record(REMOVE, mh, pid) for pid in ids])
+            self._write([Record(REMOVE, mh, pid) for pid in ids])
         return len(ids)
 
     def commit(self) -> None:
@@ -154,6 +157,7 @@ class BufferPool:
         would drop the packets of releases still unconfirmed."""
         if self.spool is None:
             return
+        self._write_deferred()
         self.spool.append(records)
         if not settled:
             return
@@ -198,4 +202,29 @@ class BufferPool:
 
     def _journal(self, record: Record) -> None:
         if self.spool is not None:
-            self.spool.append([record])
+            self._write([record])
+
+    @contextmanager
+    def deferred_journal(self) -> Iterator[None]:
+        """Records made inside the block are written at its end in one write (a burst of arrivals: one
+        system call, not one per packet); anything journaling releases writes them first, so the order
+        in the file is the order they were made."""
+        self._deferred = []
+        try:
+            yield
+        finally:
+            self._write_deferred()
+            self._deferred = None
+
+    def _write(self, records: list[Record]) -> None:
+        assert self.spool is not None
+        if self._deferred is not None:
+            self._deferred += records
+        else:
+            self.spool.append(records)
+
+    def _write_deferred(self) -> None:
+        if self._deferred and self.spool is not None:
+            self.spool.append(self._deferred)
+        if self._deferred is not None:
+            self._deferred = []

@@ -29,23 +29,25 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Callable
 
+from p4handoff.controller.bufsvc_link import ServiceArrivals, ServiceReleased, ServiceState
+from p4handoff.controller.bufsvc_path import PROBE, ServicePath
 from p4handoff.controller.control import ControlRequest, ControlServer
 from p4handoff.controller.eventlog import JsonLog
 from p4handoff.controller.description_watch import DescriptionWatch
 from p4handoff.controller.effect_batch import EffectBatch, owners_in
-from p4handoff.controller.intents import Completed, Effect, PacketEffect, Release, SetRoute
+from p4handoff.controller.intents import Completed, Effect, PacketEffect, Release
 from p4handoff.controller.mh_state import MobilityError
 from p4handoff.controller.mobility import Mobility
 from p4handoff.controller.network import PORT_ACCESS, Network
 from p4handoff.controller.packets import PacketError, marker_nonce, parse_ipv4, split_ethernet
 from p4handoff.controller.p4runtime import ClientTls, P4RuntimeError, TableEntry
-from p4handoff.controller.p4runtime.client import CompletedWrite
 from p4handoff.controller.release_credit import ReleaseCredit
 from p4handoff.controller.release_fence import FENCE_TIMEOUT, ReleaseFences
 from p4handoff.controller.port_counters import CounterReader, CountersRead
 from p4handoff.controller.programmer import Programmer
 from p4handoff.controller.punts import REASON_TELEMETRY, dispatch
 from p4handoff.controller.registration_auth import RegistrationGuard
+from p4handoff.controller.route_writes import write_step
 from p4handoff.controller.replay_journal import NotificationSequence, ReplayJournal
 from p4handoff.controller.session import BadPacketIn, Connected, Lost, PacketInEvent, SwitchSession, expected_cookie
 from p4handoff.controller.spool import Spool
@@ -78,6 +80,7 @@ class Daemon:
         self.guard = RegistrationGuard(net, keys, self.log, self.replay)
         self.programmer = Programmer(net, program_for(c.target))
         self.transmitter = Transmitter(net, keys)
+        self.bufsvc = ServicePath(net, keys, self.events.put, self.log) if net.buffer_service else None
         eid = net.controller.election_id
         pem = tuple(Path(p).read_bytes() for p in (c.tls.ca, c.tls.cert, c.tls.key)) if c.tls is not None else None
         self.sessions = {s.name: SwitchSession(s, (eid >> 64, eid & (2**64 - 1)), self.events.put,
@@ -126,6 +129,8 @@ class Daemon:
         self.log("controller_start", {"switches": [s.name for s in self.net.switches], "socket": self.socket_path,
                                       "mobile_hosts": len(self.net.mobile_hosts)})
         self.guard.announce(self.log)
+        if self.bufsvc is not None:
+            self.bufsvc.link.start()
         try:
             self._startup()
             while not self._stop.is_set():
@@ -133,6 +138,8 @@ class Daemon:
         finally:
             self.server.stop()
             self.counter_reader.stop()
+            if self.bufsvc is not None:
+                self.bufsvc.link.stop()
             for s in self.sessions.values():
                 s.stop()
             if self.spool is not None:
@@ -221,6 +228,13 @@ class Daemon:
             self._on_request(ev)
         elif isinstance(ev, CountersRead):
             self._on_counters(ev)
+        elif isinstance(ev, ServiceArrivals):
+            self._on_arrivals(ev)
+        elif isinstance(ev, ServiceReleased):
+            if self.fences.answer(PROBE, ev.batch):
+                self._settle_fences()
+        elif isinstance(ev, ServiceState):
+            self.log("bufsvc_up" if ev.up else "bufsvc_down", {"reason": ev.reason} if ev.reason else {})
         elif isinstance(ev, BadPacketIn):
             self.counters["other_punts"] += 1
             self.log("packet_in_ignored", {"switch": ev.switch, "reason": f"undecodable packet-in: {ev.reason}"})
@@ -305,13 +319,15 @@ class Daemon:
         now = time.monotonic()
         self._followers = {k: v for k, v in self._followers.items() if v[0] > now}
         for step in batch.steps():
-            self._write_step(step.writes)
+            write_step(step.writes, self.states, self.sessions, self.programmer, self.counters, self.log)
             for e in step.after:
                 if isinstance(e, Completed):
                     self.log("handoff_active", {"mh": e.mh,
                                                 "duration_ms": round((time.monotonic() - e.started) * 1000, 3)})
                 else:
                     self._send(e)
+            if self.bufsvc is not None:
+                self.bufsvc.send()          # the step's releases, before the next step's Writes
             until = time.monotonic() + self.mobility.marker_s
             for kept, dropped in step.coalesced.items():
                 self._followers[kept] = (until, dropped)
@@ -344,7 +360,7 @@ class Daemon:
         records, switches, self._released_to = pool.take_releases(), self._released_to, set()
         if pool.spool is None or not records:
             return
-        probes = set()
+        probes = self.bufsvc.take_batches() if self.bufsvc is not None else set()
         for name in switches:
             port = self._probe(name, fence=True)
             if port is not None:
@@ -389,58 +405,10 @@ class Daemon:
         if records:
             self.mobility.pool.journal_releases(records, settled=not self.fences)
 
-    def _write_step(self, writes: dict[str, list[SetRoute]]) -> None:
-        """One Write per switch, sent to all switches before waiting for any. CONTINUE_ON_ERROR: an update the
-        switch refuses is logged (`route_write_failed`) and left out of our view of it; the others stand."""
-        pending = []
-        for name, routes in writes.items():
-            state, client = self.states[name], self.sessions[name].client
-            if state is None or client is None:
-                self.counters["dropped_effects"] += len(routes)      # the switch gets the model when it is back
-                continue
-            updates, addrs = [], []
-            for e in routes:
-                probe = self.programmer.route_key(e.addr)
-                entry = None if e.action is None else self.programmer.route_entry(name, e.addr, e.action)
-                update = state.update_for(entry, probe)
-                if update is not None:
-                    updates.append(update)
-                    addrs.append(e.addr)
-            if updates:
-                pending.append((name, state, updates, addrs, client))
-        started = []
-        for name, state, updates, addrs, client in pending:
-            try:
-                # one switch: the blocking call (a future's answer waits for its waiter to be scheduled)
-                started.append((name, state, updates, addrs, client.write_begin(updates) if len(pending) > 1
-                                else CompletedWrite(client, updates)))
-            except P4RuntimeError as exc:
-                self._write_failed(name, exc)
-        for name, state, updates, addrs, write in started:
-            try:
-                write.result()
-            except P4RuntimeError as exc:
-                if not exc.updates:
-                    self._write_failed(name, exc)
-                    continue
-                failed = {u.index for u in exc.updates}
-                state.applied(u for i, u in enumerate(updates) if i not in failed)
-                self.counters["writes"] += len(updates) - len(failed)
-                self.counters["write_errors"] += len(failed)
-                for u in exc.updates:
-                    self.log("route_write_failed", {"switch": name, "addr": addrs[u.index] if u.index < len(addrs)
-                                                    else None, "code": u.code, "error": u.message})
-                continue
-            state.applied(updates)
-            self.counters["writes"] += len(updates)
-
-    def _write_failed(self, name: str, exc: P4RuntimeError) -> None:
-        """The whole Write failed (no per-update answer): what the switch holds is unknown now."""
-        self.counters["write_errors"] += 1
-        self.log("switch_error", {"switch": name, "during": "route write", "error": str(exc).splitlines()[0]})
-        self.states[name] = None        # reconciled in full when it comes back
-
     def _send(self, effect: PacketEffect) -> None:
+        if self.bufsvc is not None and isinstance(effect, Release) and effect.tunnel:
+            self.bufsvc.queue(effect)        # through the buffer service (bufsvc_path.py)
+            return
         out = self.transmitter.packet_out(effect, self._serving)
         client = self.sessions[out.switch].client
         if client is None or not self._serving(out.switch):
@@ -504,13 +472,39 @@ class Daemon:
             self.counters["other_punts"] += 1
         batch.add(out.effects)
         if out.kind == "buffer" and self._followers:
-            for nonce in self._stood_for(ev.packet.payload):
+            for nonce in self._stood_for(split_ethernet(ev.packet.payload)[2]):
                 batch.add(self.mobility.marker_back(ev.switch, nonce, now))
 
-    def _stood_for(self, frame: bytes) -> list[int]:
+    def _on_arrivals(self, first: ServiceArrivals) -> None:
+        """Packets the buffer service read from the switches' buffer ports (with the messages already queued
+        behind these): handled as buffer packet-ins, their effects flushed as one batch."""
+        assert self.bufsvc is not None
+        batch, now, last = self._batch(), time.monotonic(), first
+        ev: ServiceArrivals | None = first
+        with self.mobility.pool.deferred_journal():
+            while ev is not None:
+                for switch, packet in self.bufsvc.accepted(ev):
+                    batch.add(self.mobility.packet_in(switch, packet, now))
+                    for nonce in self._stood_for(packet) if self._followers else []:
+                        batch.add(self.mobility.marker_back(switch, nonce, now))
+                last, ev = ev, self._queued_arrivals()
+        self._flush(batch)
+        self.bufsvc.ack(last)          # handled and journaled: the service may forget them
+
+    def _queued_arrivals(self) -> ServiceArrivals | None:
+        try:
+            ev = self._held.popleft() if self._held else self.events.get_nowait()
+        except queue.Empty:
+            return None
+        if isinstance(ev, ServiceArrivals):
+            return ev
+        self._held.appendleft(ev)
+        return None
+
+    def _stood_for(self, packet: bytes) -> list[int]:
         """The markers a returned marker stood in for (coalesced behind it, effect_batch.py)."""
         try:
-            nonce = marker_nonce(parse_ipv4(split_ethernet(frame)[2]))
+            nonce = marker_nonce(parse_ipv4(packet))
         except PacketError:
             return []
         return [] if nonce is None else self._followers.pop(nonce, (0.0, []))[1]
@@ -566,6 +560,7 @@ class Daemon:
                                 "counters": dict(self.counters, unknown_punts=self.mobility.unknown_punts),
                                 "registrations_unauthenticated": dict(self.guard.rejected),
                                 "refusal_replies_suppressed": self.guard.replies_suppressed,
+                                "buffer_service": self.bufsvc.status() if self.bufsvc is not None else None,
                                 "ports": []}
         assert self.counter_reader is not None
         self.status_rounds.start(req, body, self.counter_reader, time.monotonic())

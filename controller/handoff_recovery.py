@@ -117,7 +117,8 @@ class HandoffRecovery:
         anchor = old if old is not None and self.state.net.peered(old, st.bs) else None
         st.phase, st.started = Phase.HANDING_OFF, now
         st.anchor, st.left_cell = anchor or st.bs, self.state.cell(old)
-        st.release_tunnel, st.release_src = anchor is not None, anchor or st.bs
+        st.release_tunnel = st.bs not in st.diverts and (anchor is not None or self.state.net.buffer_service is not None)
+        st.release_src = anchor or st.bs
         st.flush_deadline = now + self.state.flush_s
         self.state.timers.schedule(st.host.name, st.flush_deadline)
         self.state.pool.promote_returned(name)         # the path markers they waited for died with the old process

@@ -29,6 +29,7 @@ from p4handoff.controller.packets import marker_packet
 from p4handoff.notify import Event, Forwarding
 
 MAX_DRAIN_ROUNDS = 2     # the first overlaps the gateway marker; a second covers what was released meanwhile
+RELEASE_ALLOWANCE_S = 0.001   # a drain marker's timeout grows by this per release ahead of it (a floor of 1 k/s)
 
 
 class IpfHandoff:
@@ -104,10 +105,12 @@ class IpfHandoff:
         st.flush_deadline = now + self.state.flush_s
         st.drain_marker, st.drain_rounds, st.since_drain, st.flushed = None, 0, 0, 0
         self.state.timers.schedule(st.host.name, st.flush_deadline)
-        # one release path per handoff keeps the FIFO order; never tunnel into a BS that diverts
-        st.release_tunnel = (st.anchor is not None and st.anchor != bs and bs not in st.diverts
-                             and self.state.net.peered(st.anchor, bs))
-        st.release_src = st.anchor if st.release_tunnel else bs
+        # one release path per handoff keeps the FIFO order; never tunnel into a BS that diverts. With a buffer
+        # service every release it can make is tunnelled from it into the new BS (bufsvc_path.py)
+        st.release_tunnel = bs not in st.diverts and (
+            self.state.net.buffer_service is not None
+            or (st.anchor is not None and st.anchor != bs and self.state.net.peered(st.anchor, bs)))
+        st.release_src = (st.anchor or bs) if st.release_tunnel else bs
         self.log("handoff_start", {"mh": st.host.name, "from": st.anchor, "to": bs, "port": port, "cause": cause,
                                    "buffer": len(self.state.pool[st.host.name]),
                                    "release": "tunnel" if st.release_tunnel else "direct",
@@ -164,8 +167,9 @@ class IpfHandoff:
         the final routes wait for it: what the new routes bring then queues behind the flush.
         """
         src, bs, port, mac = self._release_path(st)
-        nonce = self.state.markers.issue(st.host.name, now)
-        st.drain_marker = (nonce, now + self.state.marker_s)
+        extra = st.since_drain * RELEASE_ALLOWANCE_S       # it waits behind them: a big flush is not cut short
+        nonce = self.state.markers.issue(st.host.name, now, extra)
+        st.drain_marker = (nonce, now + self.state.marker_s + extra)
         st.drain_rounds += 1
         self.log("marker_sent", {"mh": st.host.name, "kind": "drain", "via": src, "to": bs,
                                  "behind": st.since_drain})

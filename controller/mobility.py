@@ -28,7 +28,7 @@ from p4handoff.controller.ipf_handoff import IpfHandoff
 from p4handoff.controller.mh_state import MhState, MobilityError, Phase
 from p4handoff.controller.mobility_state import MobilityState
 from p4handoff.controller.network import PORT_ACCESS, Network
-from p4handoff.controller.packets import PacketError, marker_nonce, parse_ipv4
+from p4handoff.controller.packets import PacketError, marker_nonce, may_be_marker, parse_ipv4
 from p4handoff.controller.registration import LIFETIME_INFINITE, RegistrationReply, RegistrationRequest, ReplyCode
 from p4handoff.controller.spool import Record, Spool
 
@@ -221,7 +221,7 @@ class Mobility:
         except PacketError as exc:
             self.log("punt_malformed", {"switch": switch, "reason": str(exc)})
             return []
-        nonce = marker_nonce(ip)
+        nonce = marker_nonce(ip) if may_be_marker(ip.packet) else None
         if nonce is not None:
             return self.ipf.marker_back(switch, nonce, now)
         st = self.shared.by_addr.get(ip.dst)

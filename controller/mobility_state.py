@@ -83,11 +83,11 @@ class Markers:
         self._nonces = itertools.count(random.Random(seed).getrandbits(63))
         self._owner: dict[int, str] = {}
 
-    def issue(self, mh: str, now: float) -> int:
-        """A fresh nonce for `mh`'s next marker; its timeout is on the heap."""
+    def issue(self, mh: str, now: float, extra_s: float = 0.0) -> int:
+        """A fresh nonce for `mh`'s next marker; its timeout (`extra_s` beyond the usual) is on the heap."""
         nonce = next(self._nonces)
         self._owner[nonce] = mh
-        self._timers.schedule(mh, now + self.timeout_s)
+        self._timers.schedule(mh, now + self.timeout_s + extra_s)
         return nonce
 
     def claim(self, nonce: int) -> str | None:

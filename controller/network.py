@@ -23,6 +23,7 @@ from pydantic import Field, PlainSerializer, TypeAdapter, ValidationError, Valid
 from pydantic.functional_validators import ModelWrapValidatorHandler
 
 from p4handoff.controller.network_aqm import AqmConfig
+from p4handoff.controller.network_bufsvc import PORT_BUFFER, BufferService
 from p4handoff.docmodel import IPv4, MAC, NAME_PATTERN, Checked, DocModel, Loc, Name, PathText, Problem, fail, \
     field_path, hidden_default, kind, message, no_default, validate_all, whole
 from p4handoff.controller.network_security import PuntBudget, TlsConfig, beside
@@ -78,7 +79,7 @@ CellAddresses = Annotated[
 
 class Port(DocModel):
     number: Annotated[int, whole(0, PORT_MAX)]
-    role: Literal["access", "peer", "core"]
+    role: Literal["access", "peer", "core", "buffer"]
     peer: Name | None = Field(default=None, validate_default=True,
                               description="peer ports: the neighbour switch's name")
     aqm: AqmConfig | None = Field(default=None, validate_default=True,
@@ -124,6 +125,10 @@ class Switch(DocModel):
 
     def peer_port(self, peer: str) -> Port | None:
         return next((p for p in self.ports if p.role == PORT_PEER and p.peer == peer), None)
+
+    @property
+    def buffer_port(self) -> Port | None:
+        return next((p for p in self.ports if p.role == PORT_BUFFER), None)
 
     @property
     def is_bs(self) -> bool:
@@ -302,6 +307,9 @@ class Network(DocModel):
     switches: tuple[Switch, ...]
     fixed_hosts: tuple[FixedHost, ...] = ()
     mobile_hosts: tuple[MobileHost, ...]
+    buffer_service: BufferService | None = Field(default=None, description="a buffer service on a `buffer` port "
+                                                 "of every switch (docs/controller.md); absent: the controller "
+                                                 "buffers (packet-in / packet-out)")
 
     def switch(self, name: str) -> Switch | None:
         return next((s for s in self.switches if s.name == name), None)
@@ -361,6 +369,8 @@ class Network(DocModel):
         net, errors = validate_all(handler, data)
         parts = _Parts.of(net, data) if net is not None else _Parts.partial(data)
         problems = [*_switch_checks(parts), *_host_checks(parts), *_address_clashes(parts)]
+        if net is not None:
+            problems += _buffer_ports(net)
         if errors or problems:
             fail(cls, errors, problems)
         return net
@@ -486,6 +496,28 @@ def _switch_checks(p: _Parts) -> Iterator[Problem]:
         for i, sw in p.switches:
             if sw.is_bs and gw.peer_port(sw.name) is None:
                 yield ("switches", i), f"base station {sw.name!r} is not peered with the gateway {gw.name!r}"
+
+
+def _buffer_ports(net: Network) -> Iterator[Problem]:
+    """With a buffer service, one `buffer` port on every switch; without, none; its address is its own."""
+    for i, sw in enumerate(net.switches):
+        n = sum(p.role == PORT_BUFFER for p in sw.ports)
+        if net.buffer_service is None and n:
+            yield ("switches", i, "ports"), "a buffer port needs a buffer_service"
+        elif net.buffer_service is not None and n != 1:
+            yield ("switches", i, "ports"), f"needs exactly one buffer port (buffer_service is set), has {n}"
+    svc = net.buffer_service
+    if svc is not None:
+        taken = {net.controller.address, net.access_gateway.address, *(s.address for s in net.switches),
+                 *(h.address for h in net.fixed_hosts), *(m.address for m in net.mobile_hosts)}
+        if svc.address in taken:
+            yield ("buffer_service", "address"), f"{svc.address} is already another host's or switch's address"
+        if net.controller.keys is None:
+            yield ("buffer_service",), "needs controller.keys: the controller and the service authenticate " \
+                                       "each other with its key `key_name`"
+        for name in svc.interfaces:
+            if net.switch(name) is None:
+                yield ("buffer_service", "interfaces", name), f"unknown switch {name!r}"
 
 
 def _host_checks(p: _Parts) -> Iterator[Problem]:

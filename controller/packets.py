@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import ipaddress
 import secrets
+import socket
 import struct
 from dataclasses import dataclass
 
@@ -95,9 +96,9 @@ def parse_ipv4(packet: bytes) -> Ipv4:
         raise PacketError(f"IPv4 header length {ihl} below 20")
     if total < ihl or total > len(packet):
         raise PacketError(f"IPv4 total length {total} inconsistent with header {ihl} and {len(packet)} bytes present")
-    src = str(ipaddress.IPv4Address(packet[12:16]))
-    dst = str(ipaddress.IPv4Address(packet[16:20]))
-    return Ipv4(src, dst, packet[9], tos >> 2, ihl, packet[:total])
+    # inet_ntoa: the same dotted quad as ipaddress's str, a tenth of the cost (every buffered packet passes here)
+    return Ipv4(socket.inet_ntoa(packet[12:16]), socket.inet_ntoa(packet[16:20]), packet[9], tos >> 2, ihl,
+                packet[:total])
 
 
 def ipv4_header(src: str, dst: str, proto: int, payload_len: int, dscp: int = 0, ttl: int = DEFAULT_TTL) -> bytes:
@@ -166,6 +167,14 @@ def marker_nonce(ip: Ipv4) -> int | None:
         return None
     _, nonce, tag = _MARKER.unpack(payload)
     return nonce if hmac.compare_digest(tag, _marker_tag(nonce)) else None
+
+
+def may_be_marker(packet: bytes) -> bool:
+    """False if `packet` (IPv4, header checked or not) cannot be a drain marker: not UDP to the marker port.
+    A cheap test before `forged_marker`, for paths where nearly every packet is data."""
+    head = (packet[0] & 0xF) * 4 if packet else 0
+    return len(packet) >= head + UDP_LEN and packet[9] == IP_PROTO_UDP \
+        and packet[head + 2:head + 4] == MARKER_PORT.to_bytes(2, "big")
 
 
 def forged_marker(ip: Ipv4) -> bool:

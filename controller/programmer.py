@@ -17,13 +17,16 @@ from dataclasses import replace
 from p4handoff.controller.aqm_tables import RedParams
 from p4handoff.controller.intents import Deliver, Forward, Punt, RouteAction, Tunnel
 from p4handoff.controller.network import PORT_ACCESS, PORT_PEER, Network, Switch
+from p4handoff.controller.network_bufsvc import PORT_BUFFER
 from p4handoff.controller.p4runtime import TableEntry
 from p4handoff.controller.targets import aqm_builder
 from p4handoff.controller.tofino import TnaQueues
 from p4handoff.wire import TABLE_SIZES, load_constants
 
 _C = load_constants()
-PORT_ROLE = {"core": _C["PORT_ROLE_CORE"], PORT_ACCESS: _C["PORT_ROLE_ACCESS"], PORT_PEER: _C["PORT_ROLE_PEER"]}
+# a buffer port is a peer port to the pipeline: marks are trusted only from the address `ipf_peer` names on it
+PORT_ROLE = {"core": _C["PORT_ROLE_CORE"], PORT_ACCESS: _C["PORT_ROLE_ACCESS"], PORT_PEER: _C["PORT_ROLE_PEER"],
+             PORT_BUFFER: _C["PORT_ROLE_PEER"]}
 PUNT_REASON_BUFFER: int = _C["PUNT_REASON_BUFFER"]
 
 T_PORT_ROLE, T_IPF_PEER, T_TUNNEL_TERM, T_ARP, T_FWD, T_IPF_CONFIG = (
@@ -88,6 +91,13 @@ class Programmer:
                 peer = self._sw(p.peer)
                 out.append(TableEntry(T_IPF_PEER, {"ingress_port": p.number, "src_addr": ip(peer.address)},
                                       "trusted_peer"))
+            svc = self.net.buffer_service
+            if p.role == PORT_BUFFER and svc is not None:
+                # the service's releases keep their mark; its echoes come back to it
+                out.append(TableEntry(T_IPF_PEER, {"ingress_port": p.number, "src_addr": ip(svc.address)},
+                                      "trusted_peer"))
+                out.append(self._host_route(svc.address, "deliver", {
+                    "port": p.number, "src_mac": mac(sw.mac), "dst_mac": mac(svc.mac)}))
         out.append(TableEntry(T_TUNNEL_TERM, {"dst_addr": ip(sw.address)}, "decap"))
         arp: dict[str, str] = {}
         if sw.is_bs:
@@ -153,6 +163,13 @@ class Programmer:
                 "port": port.number, "src_mac": mac(sw.mac), "dst_mac": mac(peer.mac),
                 "src_addr": ip(sw.address), "dst_addr": ip(peer.address), "mark": int(action.priority)})
         if isinstance(action, Punt):
+            svc, port = self.net.buffer_service, sw.buffer_port
+            if svc is not None and port is not None:
+                # the buffer service's path: tunnelled to it out of this switch's buffer port (outer source:
+                # which switch diverted it)
+                return self._host_route(addr, "tunnel", {
+                    "port": port.number, "src_mac": mac(sw.mac), "dst_mac": mac(svc.mac),
+                    "src_addr": ip(sw.address), "dst_addr": ip(svc.address), "mark": 0})
             return self._host_route(addr, "fwd_punt", {"reason": PUNT_REASON_BUFFER})
         raise TypeError(f"not a route action: {action!r}")
 
@@ -178,6 +195,9 @@ class Programmer:
                 return addr, Forward(peer)
             return addr, Deliver(p["port"], mac_str(p["dst_mac"]))
         if entry.action == "tunnel":
+            svc = self.net.buffer_service
+            if svc is not None and p["dst_addr"] == ip(svc.address):
+                return addr, Punt()
             peer = self._peer_at(sw, p["port"])
             if peer is not None:
                 return addr, Tunnel(peer, bool(p["mark"]))

@@ -4,10 +4,10 @@ A journal of the buffer pool's operations (controller/buffer.py) in one
 append-only file: `push` (MH, segment, id, packet), `remove` (MH, id: released
 to a switch or evicted) and `promote` (MH, segment). Replaying it rebuilds the
 pool exactly — same packets, same segments, same order — and a restarted
-controller flushes what it finds (`Mobility.recover`). Chosen over a separate
-buffering process (SD-Fabric's dbuf beside ONOS) because a file needs no
-second daemon to supervise and no protocol, and every packet is already in
-the controller's hands when it is buffered.
+controller flushes what it finds (`Mobility.recover`). Used on both buffer
+paths: the packets are in the controller's hands when they are buffered,
+whether they came as packet-ins or from the buffer service (controller/
+bufsvc.py, which keeps its own spool of what it has not handed over yet).
 
 Durability: each record is one `write(2)` on an O_APPEND descriptor, so it is
 in the kernel's page cache before the state machine goes on — a `kill -9` at

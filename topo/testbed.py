@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ GATEWAY_MAC, GATEWAY_IP = "02:00:00:00:01:fe", "10.0.1.254"
 SWITCH_MAC = {"gw": "02:00:00:00:00:01", "bs1": "02:00:00:00:00:02", "bs2": "02:00:00:00:00:03"}
 SWITCH_IP = {"gw": "192.168.100.1", "bs1": "192.168.100.2", "bs2": "192.168.100.3"}
 CELL_IFACE = {"bs1": "cell1", "bs2": "cell2"}
+BUFSVC_IP, BUFSVC_MAC, BUFSVC_CONTROL = "192.168.100.9", "02:00:00:00:00:09", "127.0.0.1:50999"
+BUFSVC_IFACE = {"gw": "sg", "bs1": "s1", "bs2": "s2"}     # the service's end of each switch's port 4
 
 
 def mh_name(i: int) -> str:
@@ -154,13 +157,16 @@ class Testbed:
 
     def __init__(self, workdir: Path, n_mobiles: int = 2, *, hold_time_ms: int = 300,
                  per_mh_packets: int = 64, aqm: dict[str, Any] | None = None, grpc_sockets: bool = False,
-                 authenticate: bool = True, tls: bool = True, punt_budget: dict[str, int] | None = None) -> None:
+                 authenticate: bool = True, tls: bool = True, punt_budget: dict[str, int] | None = None,
+                 buffer_service: bool = False) -> None:
         """`grpc_sockets`: the switches serve P4Runtime on Unix sockets in `workdir` (reachable from any
         namespace, so a controller started by hand in the root namespace reaches them), else on
         127.0.0.1 ports inside the fabric namespace. `authenticate`: a key file (`keys.yaml` in `workdir`)
         for every host, named by the description, and the MHs sign their registrations (False: the
         description says `auth: none`). `tls`: a lab CA in
-        `workdir/pki` (p4handoff.lab_ca), P4Runtime over TLS with mutual authentication."""
+        `workdir/pki` (p4handoff.lab_ca), P4Runtime over TLS with mutual authentication. `buffer_service`: the
+        buffer path is the buffer service (`p4handoff ctl bufsvc`, in the fabric namespace) on port 4 of every
+        switch, started before the controller; else the controller buffers (packet-in / packet-out)."""
         self.workdir = Path(workdir).resolve()      # the description names files in it: relative to itself otherwise
         self.n_mobiles = n_mobiles
         self.sandbox = Sandbox("ctl")
@@ -179,11 +185,15 @@ class Testbed:
         self._per_mh = per_mh_packets
         self._grpc_sockets = grpc_sockets
         self._punt_budget = punt_budget         # the description's punt_budget (None: its default)
+        self.buffer_service = buffer_service
+        self.bufsvc: subprocess.Popen | None = None
+        self.bufsvc_log = self.workdir / "bufsvc.log"
         self.keys_path = self.workdir / "keys.yaml"
         self.keys: Keys | None = None
         if authenticate:
             self.workdir.mkdir(parents=True, exist_ok=True)
-            self.keys = write_keys(self.keys_path, [mh_name(i) for i in range(n_mobiles)] + ["ch"])
+            self.keys = write_keys(self.keys_path, [mh_name(i) for i in range(n_mobiles)] + ["ch"]
+                                   + (["bufsvc"] if buffer_service else []))
         self._idents: dict[tuple[int, int], int] = {}     # (MH, the caller's ident) -> the identification sent
         self.pki = self.workdir / "pki"
         self.tls: dict[str, SwitchTls] = {}
@@ -205,6 +215,10 @@ class Testbed:
         veth_port("a3", self.fab, "b3", switch_netns=self.fab)
         ports = {"gw": {1: "g1", 2: "g2", 3: "g3"}, "bs1": {1: "a1", 2: "a2", 3: "a3"},
                  "bs2": {1: "b1", 2: "b2", 3: "b3"}}
+        if self.buffer_service:
+            for name, (port4, peer) in {"gw": ("g4", "sg"), "bs1": ("a4", "s1"), "bs2": ("b4", "s2")}.items():
+                veth_port(port4, self.fab, peer, switch_netns=self.fab)
+                ports[name][4] = port4
         for name, mapping in ports.items():
             sock = {"grpc_socket": self.workdir / f"{name}.grpc"} if self._grpc_sockets else {}
             self.switches[name] = self._switch(name, mapping, self.workdir / f"{name}.log", **sock)
@@ -221,7 +235,10 @@ class Testbed:
                 d["cell_id"] = int(name[-1])
             return d
         access = {"number": 1, "role": "access", "aqm": self._aqm}
-        return {
+        buf = [{"number": 4, "role": "buffer"}] if self.buffer_service else []
+        svc = {"buffer_service": {"address": BUFSVC_IP, "mac": BUFSVC_MAC, "control": BUFSVC_CONTROL,
+                                  "spool": str(self.workdir / "bufsvc.spool"), "interfaces": BUFSVC_IFACE}}
+        return {**(svc if self.buffer_service else {}),
             "controller": {"election_id": 10, "socket": self.socket_path, "hold_time_ms": self._hold,
                            **({"keys": str(self.keys_path)} if self.keys is not None else {"auth": "none"}),
                            **({"tls": {"ca": str(self.controller_tls.ca), "cert": str(self.controller_tls.cert),
@@ -231,11 +248,11 @@ class Testbed:
             "access_gateway": {"address": GATEWAY_IP, "mac": GATEWAY_MAC},
             "switches": [
                 sw("gw", "gateway", [{"number": 1, "role": "core"}, {"number": 2, "role": "peer", "peer": "bs1"},
-                                     {"number": 3, "role": "peer", "peer": "bs2"}]),
+                                     {"number": 3, "role": "peer", "peer": "bs2"}, *buf]),
                 sw("bs1", "bs", [access, {"number": 2, "role": "peer", "peer": "gw"},
-                                 {"number": 3, "role": "peer", "peer": "bs2"}]),
+                                 {"number": 3, "role": "peer", "peer": "bs2"}, *buf]),
                 sw("bs2", "bs", [access, {"number": 2, "role": "peer", "peer": "gw"},
-                                 {"number": 3, "role": "peer", "peer": "bs1"}]),
+                                 {"number": 3, "role": "peer", "peer": "bs1"}, *buf]),
             ],
             "fixed_hosts": [{"name": "ch", "address": CH_IP, "mac": CH_MAC, "switch": "gw", "port": 1}],
             "mobile_hosts": [{"name": mh_name(i), "address": mh_ip(i), "mac": mh_mac(i), "correspondents": ["ch"],
@@ -259,8 +276,36 @@ class Testbed:
 
     # ---------------------------------------------------------------- controller
 
+    def start_bufsvc(self, timeout: float = 20.0) -> subprocess.Popen:
+        """`p4handoff ctl bufsvc` in the fabric namespace; returns once it listens (its log says so)."""
+        mark = len(self.log_events_of(self.bufsvc_log, "bufsvc_start"))
+        args = [sys.executable, "-m", "p4handoff", "ctl", "bufsvc", "--network", str(self.network_path),
+                "--log", str(self.bufsvc_log)]
+        with open(self.workdir / "bufsvc.stderr", "ab") as out:
+            self.bufsvc = self.sandbox.start(self.fab, args, stdout=out, stderr=out)
+        deadline = time.monotonic() + timeout
+        while len(self.log_events_of(self.bufsvc_log, "bufsvc_start")) <= mark:
+            if self.bufsvc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"buffer service not listening: {(self.workdir / 'bufsvc.stderr').read_text()}")
+            time.sleep(0.1)
+        return self.bufsvc
+
+    def stop_bufsvc(self, kill: bool = False) -> None:
+        proc, self.bufsvc = self.bufsvc, None
+        if proc is None:
+            return
+        if kill:
+            proc.kill()
+            proc.wait(10)
+            self.sandbox.processes.remove(proc)
+        else:
+            self.sandbox.stop(proc, timeout=10)
+
     def start_controller(self, network: Path | None = None, timeout: float = 60.0) -> subprocess.Popen:
-        """`p4handoff ctl run` in the fabric namespace; returns once it serves with every switch up."""
+        """`p4handoff ctl run` in the fabric namespace; returns once it serves with every switch up
+        (the buffer service first, if the testbed has one and it is not running)."""
+        if self.buffer_service and self.bufsvc is None:
+            self.start_bufsvc()
         self.controller = launch_controller(network or self.network_path, socket_path=self.socket_path,
                                             log=self.log_path, stderr=self.workdir / "controller.stderr",
                                             sandbox=self.sandbox, netns=self.fab, timeout=timeout)
@@ -297,9 +342,13 @@ class Testbed:
                     if m["mh"] == mh_name(i))
 
     def log_events(self, event: str | None = None) -> list[dict[str, Any]]:
-        if not self.log_path.exists():
+        return self.log_events_of(self.log_path, event)
+
+    @staticmethod
+    def log_events_of(path: Path, event: str | None = None) -> list[dict[str, Any]]:
+        if not path.exists():
             return []
-        text = self.log_path.read_text()
+        text = path.read_text()
         # the daemon may be writing a line as we read: only lines it has finished (newline) count
         rows = [json.loads(line) for line in text[:text.rfind("\n") + 1].splitlines() if line.strip()]
         return [r for r in rows if event is None or r["event"] == event]

@@ -36,6 +36,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                      help="seconds to wait for all switches before serving (default 10)")
     run.set_defaults(func=_run)
 
+    svc = cmds.add_parser("bufsvc", help="run the buffer service of a description's buffer_service (until "
+                                         "SIGINT/SIGTERM; docs/controller.md, 'The buffer service')")
+    svc.add_argument("--network", required=True, help="network description (YAML)")
+    svc.add_argument("--log", help="JSON-lines event log file (default: stderr)")
+    svc.set_defaults(func=_bufsvc)
+
     keys = cmds.add_parser("keys", help="write a key file (mode 0600) with a fresh key for every host of a "
                                         "description; hosts already in the file keep theirs")
     keys.add_argument("--network", required=True)
@@ -181,6 +187,43 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _bufsvc(args: argparse.Namespace) -> int:
+    net = _fitting_network(args.network)
+    if net is None:
+        return EXIT_INVALID
+    from p4handoff.controller.bufsvc import BufferService
+    from p4handoff.controller.eventlog import JsonLog
+    from p4handoff.keyfile import KeyFileError, load_keys
+
+    svc = net.buffer_service
+    if svc is None:
+        print(f"{args.network}: no buffer_service in this description", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        keys = load_keys(net.controller.keys) if net.controller.keys else None
+    except KeyFileError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_INVALID
+    key = keys.get(svc.key_name) if keys is not None else None
+    if key is None:
+        print(f"the key file has no key {svc.key_name!r} for the buffer service", file=sys.stderr)
+        return EXIT_INVALID
+    log_file = open(args.log, "a", buffering=1) if args.log else None
+    try:
+        service = BufferService(net, key.key, JsonLog(log_file or sys.stderr))
+        service.open()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: service.stop())
+        try:
+            service.serve()
+        finally:
+            service.close()
+    finally:
+        if log_file is not None:
+            log_file.close()
+    return EXIT_OK
+
+
 def _socket(args: argparse.Namespace) -> str:
     if args.socket:
         return args.socket
@@ -243,6 +286,11 @@ def _status(args: argparse.Namespace) -> int:
         err = f"  ({s['last_error']})" if s["last_error"] and s["state"] != "up" else ""
         print(f"  {s['name']:<10} {s['role']:<8} {s['state']:<11} {s['grpc']:<22} entries={s['entries']} "
               f"connects={s['connects']}{err}")
+    svc = reply.get("buffer_service")
+    if svc is not None:
+        print(f"buffer service: {'up' if svc['up'] else 'down'} arrivals={svc['arrivals']} "
+              f"released={svc['released']} batches={svc['batches']} lost_releases={svc['lost_releases']} "
+              f"refused={svc['refused']}")
     print(f"mobile hosts (buffered {reply['buffer_total']}/{reply['buffer_limit']}):")
     for m in reply["mobile_hosts"]:
         extra = f" probe={m['probe']['addr']}@{m['probe']['bs']}" if m["probe"] else ""
