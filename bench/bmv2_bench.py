@@ -102,8 +102,8 @@ def run_inside(script: Path, label: str, args: list[str], budget: float, tools: 
     except Bmv2Error as exc:
         print(f"{script.stem}: {exc}", file=sys.stderr)
         return 2
-    with netns.Sandbox(label) as lab:
-        ns = lab.namespace("sw")
+    with netns.Sandbox(label) as sandbox:
+        ns = sandbox.namespace("sw")
         for n in (1, 2):
             veth_port(f"sw{n}", ns, f"h{n}", switch_netns=ns)
         done = subprocess.run(["ip", "netns", "exec", ns.name, sys.executable, str(script.resolve()), "--inside",

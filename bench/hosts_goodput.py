@@ -65,7 +65,7 @@ class Sink:
         return self.bytes * 8 / self.seconds / 1e6
 
 
-def ours(lab: netns.Sandbox, a: netns.Namespace, b: netns.Namespace, seconds: float, scheme: str) -> tuple[float, dict]:
+def ours(sandbox: netns.Sandbox, a: netns.Namespace, b: netns.Namespace, seconds: float, scheme: str) -> tuple[float, dict]:
     sink = Sink(b)
     done = subprocess.run(["ip", "netns", "exec", a.name, sys.executable, "-m", "p4handoff", "host", "send",
                            "--to", f"{RECEIVER}:{PORT}", "--seconds", str(seconds), "--scheme", scheme,
@@ -103,10 +103,10 @@ def main() -> int:
     if reason is not None:
         print(f"bench-hosts: cannot run: {reason}", file=sys.stderr)
         return 2
-    with netns.Sandbox("bench") as lab:
-        a, b = lab.namespace("snd"), lab.namespace("rcv")
-        lab.veth(a, b, SENDER + "/24", RECEIVER + "/24", mtu=args.mtu)
-        host_mbps, report = ours(lab, a, b, args.seconds, args.scheme)
+    with netns.Sandbox("bench") as sandbox:
+        a, b = sandbox.namespace("snd"), sandbox.namespace("rcv")
+        sandbox.veth(a, b, SENDER + "/24", RECEIVER + "/24", mtu=args.mtu)
+        host_mbps, report = ours(sandbox, a, b, args.seconds, args.scheme)
         kernel_mbps = kernel(a, b, args.seconds)
     print(f"mtu: {args.mtu}")
     print(f"mss: {report.get('mss')}")

@@ -212,9 +212,9 @@ class Veth:
 class Sandbox:
     """Owner of namespaces and processes; `close()` (or leaving `with`) removes them all."""
 
-    def __init__(self, tag: str = "lab") -> None:
+    def __init__(self, tag: str) -> None:
         if not tag.replace("_", "").isalnum():
-            raise ValueError(f"lab tag must be alphanumeric, got {tag!r}")
+            raise ValueError(f"Sandbox tag must be alphanumeric, got {tag!r}")
         self.tag = tag
         self.namespaces: list[Namespace] = []
         self.processes: list[subprocess.Popen] = []

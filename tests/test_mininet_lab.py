@@ -26,8 +26,8 @@ def _shell_alive(pid: int) -> bool:
 
 
 def test_hosts_links_and_bridge_carry_traffic_and_everything_goes_at_stop() -> None:
-    lab = netns.Sandbox("mn")
-    net = LabNet(lab, mtu=1500)
+    sandbox = netns.Sandbox("mn")
+    net = LabNet(sandbox, mtu=1500)
     try:
         a, b, mid = net.host("a"), net.host("b"), net.host("mid")
         assert a.name.endswith("-mna") and (netns.NETNS_DIR / a.name).exists()
@@ -56,6 +56,6 @@ def test_hosts_links_and_bridge_carry_traffic_and_everything_goes_at_stop() -> N
         shells = [node.pid for node in net.net.hosts]
     finally:
         net.stop()
-        lab.close()
+        sandbox.close()
     assert not any(_shell_alive(pid) for pid in shells)
     assert not any(Path(netns.NETNS_DIR / ns).exists() for ns in (a.name, b.name, mid.name))

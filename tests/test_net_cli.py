@@ -44,8 +44,8 @@ def test_semantic_errors_before_any_network_use(capsys, tmp_path):
 @needs_netns[0]
 @needs_netns[1]
 def test_runtime_failures_exit_1_with_the_reason(tmp_path):
-    with netns.Sandbox("cli") as lab:
-        path = make_path(lab)
+    with netns.Sandbox("cli") as sandbox:
+        path = make_path(sandbox)
         refused = run_cli(path.a, "send", "--to", RECEIVER, "--bytes", "1k", "--notify-port", "0")
         assert refused.returncode == EXIT_ERROR and "connection refused" in refused.stderr
 
@@ -93,19 +93,19 @@ def _wait_sending(path, data_bytes: int = 10_000, timeout: float = 30.0) -> None
 @needs_netns[0]
 @needs_netns[1]
 def test_a_terminated_sender_resets_its_peer_and_removes_its_guard():
-    with netns.Sandbox("trm") as lab:
-        path = make_path(lab)
+    with netns.Sandbox("trm") as sandbox:
+        path = make_path(sandbox)
         path.a.rate_limit(path.link.dev_a, 10_000)
         receiver = OurReceiver(path, "--notify-port", "0")
         watch = RstWatch(path)
-        proc = lab.start(path.a, cli("send", "--to", RECEIVER, "--seconds", "30", "--notify-port", "0"),
+        proc = sandbox.start(path.a, cli("send", "--to", RECEIVER, "--seconds", "30", "--notify-port", "0"),
                          stdout=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT)
         _wait_sending(path)                                   # not a fixed sleep: the CLI's start-up varies with load
         assert "p4h_guard" in path.a.run(["nft", "list", "tables"]).stdout
         assert watch.resets() == []
-        assert lab.stop(proc) == EXIT_ERROR  # SIGTERM: unwound, not killed
+        assert sandbox.stop(proc) == EXIT_ERROR  # SIGTERM: unwound, not killed
         out, err = receiver.proc.communicate(timeout=30)
-        lab.processes.remove(receiver.proc)
+        sandbox.processes.remove(receiver.proc)
         assert receiver.proc.returncode == EXIT_ERROR and b"connection reset by peer" in err
         # Our RST, then (data still queued in the rate limiter reaching the receiver, its ACKs reaching
         # a sender that is gone) the kernel's RSTs for a closed port, as for any aborted connection:
@@ -121,8 +121,8 @@ def test_a_terminated_sender_resets_its_peer_and_removes_its_guard():
 def test_iw_sack_and_timestamps_flags_reach_the_connection(tmp_path):
     """The lab passes a scenario's IW, SACK and timestamp settings this way; the trace shows what was used."""
     import csv
-    with netns.Sandbox("opt") as lab:
-        path = make_path(lab)
+    with netns.Sandbox("opt") as sandbox:
+        path = make_path(sandbox)
         for name, flags, want in (("default", (), ("3", "sack=1 ts=1")),
                                   ("set", ("--iw", "1", "--no-sack", "--no-timestamps"), ("1", "sack=0 ts=0"))):
             receiver = OurReceiver(path, "--notify-port", "0")

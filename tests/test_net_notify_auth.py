@@ -38,8 +38,8 @@ def test_only_authentic_fresh_notifications_freeze_the_sender(tmp_path):
     sealer = Sealer()
     detach = Notification(Event.DETACH, 1, RECEIVER, RECEIVER).encode()
     handoff = Notification(Event.HANDOFF, 2, RECEIVER, RECEIVER).encode()
-    with netns.Sandbox("nau") as lab:
-        path = make_path(lab)
+    with netns.Sandbox("nau") as sandbox:
+        path = make_path(sandbox)
         path.a.rate_limit(path.link.dev_a, 10_000)
         receiver = OurReceiver(path, "--scheme", "freeze", "--notify-port", str(NOTIFY), "--time-wait", "0.2",
                                "--keys", str(tmp_path / "keys.yaml"), "--key-name", "rcv",

@@ -44,9 +44,9 @@ def _taps_receive(taps: list[NotificationTap], timeout: float = 2.0) -> list[lis
 @pytest.mark.netns
 @pytest.mark.skipif(REASON is not None, reason=REASON or "")
 def test_every_tap_on_a_host_gets_each_notification_and_no_icmp_goes_back():
-    with netns.Sandbox("tap") as lab:
-        a, b = lab.namespace("a"), lab.namespace("b")
-        lab.veth(a, b, A + "/24", B + "/24")
+    with netns.Sandbox("tap") as sandbox:
+        a, b = sandbox.namespace("a"), sandbox.namespace("b")
+        sandbox.veth(a, b, A + "/24", B + "/24")
         taps = [b.call(lambda: NotificationTap(PORT)) for _ in range(2)]   # two endpoints, one host
         sender = a.socket(socket.AF_INET, socket.SOCK_DGRAM)
         sender.connect((B, PORT))           # an ICMP port-unreachable would show as ECONNREFUSED below

@@ -21,10 +21,10 @@ A, B = "10.0.9.1", "10.0.9.2"
 
 @pytest.fixture
 def pair():
-    with netns.Sandbox("raw") as lab:
-        a, b = lab.namespace("a"), lab.namespace("b")
-        lab.veth(a, b, A + "/24", B + "/24")
-        yield lab, a, b
+    with netns.Sandbox("raw") as sandbox:
+        a, b = sandbox.namespace("a"), sandbox.namespace("b")
+        sandbox.veth(a, b, A + "/24", B + "/24")
+        yield sandbox, a, b
 
 
 def collect(rx: PacketReceiver, want: int, timeout: float = 2.0) -> list:
@@ -56,7 +56,7 @@ def test_receiver_gets_exactly_the_tcp_segments_for_its_port(pair):
 
 
 def test_receiver_can_filter_on_the_destination_address(pair):
-    lab, a, b = pair
+    sandbox, a, b = pair
     b.run(["ip", "addr", "add", "10.0.9.3/24", "dev", "veth0"])
     rx = b.call(lambda: PacketReceiver(7000, "10.0.9.3"))
     tx = a.call(PacketSender)
@@ -105,9 +105,9 @@ def test_guard_reserves_its_port(pair):
 
 
 def test_checksum_offloaded_kernel_segments_are_marked_trusted():
-    with netns.Sandbox("raw") as lab:
-        a, b = lab.namespace("a"), lab.namespace("b")
-        lab.veth(a, b, A + "/24", B + "/24", offloads=True)
+    with netns.Sandbox("raw") as sandbox:
+        a, b = sandbox.namespace("a"), sandbox.namespace("b")
+        sandbox.veth(a, b, A + "/24", B + "/24", offloads=True)
         rx = b.call(lambda: PacketReceiver(7000))
         guard = b.call(lambda: KernelTcpGuard(7000))
         client = a.socket()

@@ -72,8 +72,8 @@ def test_malformed_and_out_of_window_segments_do_not_hurt_the_connection(tmp_pat
     src = tmp_path / "data.bin"
     src.write_bytes(data)
     out = tmp_path / "out.bin"
-    with netns.Sandbox("inj") as lab:
-        path = make_path(lab)
+    with netns.Sandbox("inj") as sandbox:
+        path = make_path(sandbox)
         path.a.rate_limit(path.link.dev_a, 10_000)
         receiver = OurReceiver(path, "--out", str(out), "--time-wait", "0.2", "--notify-port", "0",
                                "--trace", str(tmp_path / "recv.jsonl"))
@@ -138,8 +138,8 @@ def test_malformed_and_out_of_window_segments_do_not_hurt_the_connection(tmp_pat
 
 
 def test_notifications_reach_the_sender_once_and_garbage_is_ignored(tmp_path):
-    with netns.Sandbox("ntf") as lab:
-        path = make_path(lab)
+    with netns.Sandbox("ntf") as sandbox:
+        path = make_path(sandbox)
         path.a.rate_limit(path.link.dev_a, 10_000)
         receiver = OurReceiver(path, "--time-wait", "0.2", "--notify-port", "0")
         tap = Tap(path.b)
@@ -165,8 +165,8 @@ def test_notifications_reach_the_sender_once_and_garbage_is_ignored(tmp_path):
 
 def test_receiver_answers_strays_like_a_closed_port_and_keeps_listening(tmp_path):
     """Before any connection, a non-SYN segment to the receiver's port gets a RST (RFC 9293 3.10.7.1)."""
-    with netns.Sandbox("cls") as lab:
-        path = make_path(lab)
+    with netns.Sandbox("cls") as sandbox:
+        path = make_path(sandbox)
         receiver = OurReceiver(path, "--time-wait", "0.2", "--notify-port", "0")
         watch = RstWatch(path)
         inject = Injector(path.a, path.link.dev_a, mac_of(path.b, path.link.dev_b))

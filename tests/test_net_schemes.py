@@ -37,8 +37,8 @@ def notify(ns: netns.Namespace, to: str, *notes: Notification) -> None:
 
 @pytest.mark.skipif("freeze" not in SCHEMES, reason="no freeze scheme")
 def test_freeze_receiver_stops_the_sender_on_detach_and_resumes_it_on_handoff(tmp_path):
-    with netns.Sandbox("frz") as lab:
-        path = make_path(lab)
+    with netns.Sandbox("frz") as sandbox:
+        path = make_path(sandbox)
         path.a.rate_limit(path.link.dev_a, 10_000)
         receiver = OurReceiver(path, "--scheme", "freeze", "--notify-port", str(NOTIFY), "--time-wait", "0.2",
                                "--trace", str(tmp_path / "recv.jsonl"))
@@ -70,8 +70,8 @@ def test_freeze_receiver_stops_the_sender_on_detach_and_resumes_it_on_handoff(tm
 
 @pytest.mark.skipif("dsbp" not in SCHEMES, reason="no dsbp scheme")
 def test_dsbp_probes_the_second_address_with_marked_dummies_and_moves_there_at_handoff(tmp_path):
-    with netns.Sandbox("dsb") as lab:
-        path = make_path(lab)
+    with netns.Sandbox("dsb") as sandbox:
+        path = make_path(sandbox)
         path.b.run(["ip", "addr", "add", SECOND + "/24", "dev", path.link.dev_b])
         path.a.rate_limit(path.link.dev_a, 10_000)
         receiver = OurReceiver(path, "--scheme", "dsbp", "--notify-port", "0", "--time-wait", "0.2",
@@ -112,8 +112,8 @@ def test_dsbp_probes_the_second_address_with_marked_dummies_and_moves_there_at_h
 
 def test_sender_on_the_mobile_host_turns_its_carrier_loss_into_detach_and_handoff(tmp_path):
     """`--link-events`: the MH's own link going away and coming back restarts an `immediate` sender."""
-    with netns.Sandbox("lnk") as lab:
-        path = make_path(lab)
+    with netns.Sandbox("lnk") as sandbox:
+        path = make_path(sandbox)
         path.a.rate_limit(path.link.dev_a, 10_000)
         receiver = OurReceiver(path, "--notify-port", "0", "--time-wait", "0.2")
         sender = OurSender(path, "--scheme", "immediate", "--bytes", "3M", "--notify-port", "0", "--link-events",

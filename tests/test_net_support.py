@@ -9,8 +9,8 @@ pytestmark = needs_netns
 
 
 def test_rst_watch_sees_the_kernel_refusing_a_connection_and_the_sink_gets_kernel_data():
-    with netns.Sandbox("sup") as lab:
-        path = make_path(lab)
+    with netns.Sandbox("sup") as sandbox:
+        path = make_path(sandbox)
         watch = RstWatch(path)
         client = path.a.socket()
         client.settimeout(5)

@@ -38,8 +38,8 @@ def sender(path, *args: str) -> dict[str, str]:
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))
 def test_our_sender_to_unmodified_linux_receiver(scheme, payload):
     data, file = payload
-    with netns.Sandbox("xl") as lab:
-        path = make_path(lab)
+    with netns.Sandbox("xl") as sandbox:
+        path = make_path(sandbox)
         sink = LinuxSink(path)
         watch = RstWatch(path)
         report = sender(path, "--scheme", scheme, "--data", file)
@@ -53,8 +53,8 @@ def test_our_sender_to_unmodified_linux_receiver(scheme, payload):
 def test_our_sender_to_our_receiver(scheme, payload, tmp_path):
     data, file = payload
     out = tmp_path / "received.bin"
-    with netns.Sandbox("xo") as lab:
-        path = make_path(lab)
+    with netns.Sandbox("xo") as sandbox:
+        path = make_path(sandbox)
         receiver = OurReceiver(path, "--scheme", scheme, "--out", str(out), "--time-wait", "0.2",
                                "--notify-port", "0")
         watch = RstWatch(path)
@@ -68,8 +68,8 @@ def test_our_sender_to_our_receiver(scheme, payload, tmp_path):
 
 @pytest.mark.parametrize("peer", ["linux", "ours"])
 def test_transfer_completes_through_a_rate_limited_small_queue(peer, tmp_path):
-    with netns.Sandbox("xr") as lab:
-        path = make_path(lab)
+    with netns.Sandbox("xr") as sandbox:
+        path = make_path(sandbox)
         path.a.rate_limit(path.link.dev_a, 20_000, burst_bytes=6_000, limit_bytes=15_000)
         if peer == "linux":
             sink = LinuxSink(path)
@@ -88,8 +88,8 @@ def test_linux_acks_left_to_checksum_offload_are_taken_on_the_kernels_word(paylo
     """With offloads on, the Linux receiver's ACKs arrive with unfilled TCP checksums (CSUMNOTREADY);
     the driver decodes them without verifying that checksum, or it would drop every ACK and stall."""
     data, file = payload
-    with netns.Sandbox("xk") as lab:
-        path = make_path(lab)
+    with netns.Sandbox("xk") as sandbox:
+        path = make_path(sandbox)
         path.link.set_offloads(True)
         sink = LinuxSink(path)
         report = sender(path, "--data", file)
@@ -97,8 +97,8 @@ def test_linux_acks_left_to_checksum_offload_are_taken_on_the_kernels_word(paylo
         assert report["bytes"] == str(SIZE) and report["malformed_dropped"] == "0"
 
 def test_timed_transfer_and_both_trace_formats(tmp_path):
-    with netns.Sandbox("xt") as lab:
-        path = make_path(lab)
+    with netns.Sandbox("xt") as sandbox:
+        path = make_path(sandbox)
         path.a.rate_limit(path.link.dev_a, 50_000)
         receiver = OurReceiver(path, "--time-wait", "0.2", "--notify-port", "0",
                                "--trace", str(tmp_path / "recv.jsonl"))

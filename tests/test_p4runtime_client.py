@@ -318,8 +318,8 @@ def rig(mini, tmp_path_factory):
     """simple_switch_grpc in the root namespace; ports 1 and 2 lead to h1/h2 in a throwaway namespace."""
     from p4handoff.netns import Sandbox
     from p4handoff.bmv2 import Bmv2Switch, veth_port
-    with Sandbox("p4rt") as lab:
-        hosts = lab.namespace("h")
+    with Sandbox("p4rt") as sandbox:
+        hosts = sandbox.namespace("h")
         ifnames = {port: f"p4h{os.getpid()}s{port}" for port in (1, 2)}
         for port, ifname in ifnames.items():
             veth_port(ifname, hosts, f"h{port}")

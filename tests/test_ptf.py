@@ -101,11 +101,11 @@ class Rig:
     deadline = float("inf")  # monotonic time by which the suite must be done
     batches: dict[str, dict[str, Result]]   # PTF module -> what its batch answered (run_batch)
 
-    def __init__(self, lab: netns.Sandbox, p4info: Path, bmv2_json: Path, ptf_dir: Path, log_dir: Path,
+    def __init__(self, sandbox: netns.Sandbox, p4info: Path, bmv2_json: Path, ptf_dir: Path, log_dir: Path,
                  cpu_port: int, priority_queues: int) -> None:
         self.p4info, self.bmv2_json, self.ptf_dir, self.log_dir = p4info, bmv2_json, ptf_dir, log_dir
         self.batches = {}
-        self.ns = lab.namespace("ptf")
+        self.ns = sandbox.namespace("ptf")
         for n in range(1, N_PORTS + 1):
             veth_port(f"sw{n}", self.ns, f"ptf{n}", switch_netns=self.ns)
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -181,8 +181,8 @@ def suite_rig():
     reason = skip_reason()
     if reason:
         pytest.skip(reason)
-    with netns.Sandbox("ptf") as lab:
-        rig = Rig(lab, P4INFO, BMV2_JSON, PTF_DIR, LOG_DIR, *switch_settings())
+    with netns.Sandbox("ptf") as sandbox:
+        rig = Rig(sandbox, P4INFO, BMV2_JSON, PTF_DIR, LOG_DIR, *switch_settings())
         rig.deadline = time.monotonic() + SUITE_BUDGET_S
         yield rig
         rig.switch.stop()
@@ -231,8 +231,8 @@ def test_harness_runs_ptf_tests_and_reports_each_outcome(tmp_path):
     if reason:
         pytest.skip(reason)
     p4info, bmv2_json = compile_p4(SELFTEST_P4, tmp_path)
-    with netns.Sandbox("ptfself") as lab:
-        rig = Rig(lab, p4info, bmv2_json, SELFTEST_DIR, tmp_path / "logs", cpu_port=255, priority_queues=2)
+    with netns.Sandbox("ptfself") as sandbox:
+        rig = Rig(sandbox, p4info, bmv2_json, SELFTEST_DIR, tmp_path / "logs", cpu_port=255, priority_queues=2)
         names = discover(SELFTEST_DIR)
         assert names == [f"test_mini.{n}" for n in
                          ("Forward", "FreshState", "PacketIo", "QueueSettings", "Skipped", "Fails")]

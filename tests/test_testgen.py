@@ -368,7 +368,7 @@ def test_replay_rig_forwards_drops_and_answers_through_the_cpu_port(tmp_path: Pa
         GeneratedTest("no route", 1, frame, None),
         GeneratedTest("probe", cpu, probe_out + frame, probe_expected),
     ]
-    with netns.Sandbox("tgt") as lab, Bmv2Replay(lab, P4INFO, BMV2_JSON, {1, 2}, tmp_path, cpu, queues) as rig:
+    with netns.Sandbox("tgt") as sandbox, Bmv2Replay(sandbox, P4INFO, BMV2_JSON, {1, 2}, tmp_path, cpu, queues) as rig:
         verdicts = {}
         for test in tests:
             rig.install([(UpdateType.INSERT, e) for e in test.entities])

@@ -107,29 +107,42 @@ def test_ptf(n):
 """
 
 
-@pytest.mark.slow   # two xdist workers start
-@pytest.mark.parametrize("one", [False, True], ids=["three groups", "P4HANDOFF_TEST_GROUPS=one"])
+@pytest.mark.slow   # three xdist workers start (two cores)
+@pytest.mark.parametrize("one", [False, True], ids=["two groups", "P4HANDOFF_TEST_GROUPS=one"])
 def test_make_test_runs_each_serial_group_on_one_worker(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
                                                         one: bool) -> None:
+    """As `make test` runs: `-n auto --dist loadgroup`, which starts a worker per core and one more."""
     monkeypatch.setenv("PYTHONPATH", str(REPO))   # the subprocess imports tests.conftest
     monkeypatch.setenv("BASE_NICE", str(os.nice(0)))
+    monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
     if one:
         monkeypatch.setenv("P4HANDOFF_TEST_GROUPS", "one")
     else:
         monkeypatch.delenv("P4HANDOFF_TEST_GROUPS", raising=False)
     pytester.makeconftest("from tests.conftest import (pytest_collection_modifyitems, pytest_runtest_logstart,  # noqa\n"
-                          "                            pytest_sessionstart)\n")
+                          "                            pytest_sessionstart, pytest_xdist_auto_num_workers)\n")
     pytester.makepyfile(test_grouped=GROUPED, test_ptf=PTF)
-    result = pytester.runpytest_subprocess("-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("-n", "auto", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=14)
-    groups = {"test_grouped.py::test_in_a_namespace": "namespaces", "test_grouped.py::test_in_mininet": "mininet",
-              "test_ptf.py::test_ptf": "ptf"}
+    workers = len(os.sched_getaffinity(0)) + 1
+    assert f"created: {workers}/{workers} workers" in result.stdout.str()
+    groups = {"test_grouped.py::test_in_a_namespace": "namespaces", "test_grouped.py::test_in_mininet": "ptf-mininet",
+              "test_ptf.py::test_ptf": "ptf-mininet"}
     if one:
         groups = dict.fromkeys(groups, "namespaces")
-    expected = {"namespaces": 10} if one else {"namespaces": 4, "mininet": 3, "ptf": 3}
+    expected = {"namespaces": 10} if one else {"namespaces": 4, "ptf-mininet": 6}
     for group, n in expected.items():
         ran = [line for line in result.outlines if "PASSED" in line
                and any(f"{test}[" in line for test, g in groups.items() if g == group)]
         assert len(ran) == n, ran
         assert all(line.rstrip().endswith(f"@{group}") for line in ran), ran   # xdist saw the group
         assert len({line.split("]")[0] for line in ran}) == 1, ran           # and kept it on one worker
+
+
+def test_only_make_test_gets_the_extra_worker(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`-n auto` without --dist loadgroup (make test-quick, make unit) is xdist's own: a worker per core."""
+    monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
+    from tests.conftest import pytest_xdist_auto_num_workers
+    assert pytest_xdist_auto_num_workers(pytester.parseconfig("-n", "auto")) is None
+    assert pytest_xdist_auto_num_workers(pytester.parseconfig("-n", "auto", "--dist", "loadgroup")) == \
+        len(os.sched_getaffinity(0)) + 1

@@ -31,6 +31,8 @@ GENERATED_MODULES = ("p4/v1/p4runtime_pb2.py", "p4/v1/p4runtime_pb2_grpc.py", "p
 PROTOGEN_PINS = ("grpcio-tools", "p4runtime", "googleapis-common-protos")
 SCENARIO = REPO / "traces" / "vh-wlan-to-3g.yaml"
 SCHEMES = {"newreno": "TCP/mm", "bwaware": "Bandwidth-Aware"}
+# make test (--dist loadgroup): one worker runs the module, so the wheel is built and installed once, not per worker
+pytestmark = pytest.mark.xdist_group("wheel")
 
 
 def _pins(requirements: list[str]) -> dict[str, str]:

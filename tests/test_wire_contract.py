@@ -17,6 +17,8 @@ from p4handoff.paths import PROGRAMS, TNA, V1MODEL
 from tests.source_tree import REPO, product_modules
 
 OTHER_PYTHON_TREES = ("ptf-tests", "bench")       # beside the product's own modules
+# make test (--dist loadgroup): one worker runs the module, so p4src/v1model/bs.p4 is compiled once, not per worker
+pytestmark = pytest.mark.xdist_group("compiled-bs")
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +33,6 @@ def compiled(tmp_path_factory) -> tuple[P4Info, dict]:
 
 
 @pytest.mark.slow   # compiles p4src/v1model/bs.p4 (~8 s) when p4c is here
-@pytest.mark.slow
 def test_every_table_size_is_the_compiled_size_and_every_keyed_table_has_one(compiled):
     p4info, _ = compiled
     sizes = {t.preamble.name: t.size for t in p4info.proto.tables}
@@ -92,7 +93,6 @@ def test_every_keyed_table_of_both_programs_takes_its_size_from_size_p4(program)
 
 
 @pytest.mark.slow   # compiles p4src/v1model/bs.p4 (~8 s) when p4c is here
-@pytest.mark.slow
 def test_packet_out_bytes_is_the_packet_out_header(compiled):
     p4info, _ = compiled
     widths = [m.bitwidth for m in p4info.controller_metadata("packet_out").metadata]
@@ -100,7 +100,6 @@ def test_packet_out_bytes_is_the_packet_out_header(compiled):
 
 
 @pytest.mark.slow   # compiles p4src/v1model/bs.p4 (~8 s) when p4c is here
-@pytest.mark.slow
 def test_telemetry_layout_is_the_compiled_header(compiled):
     _, config = compiled
     [header] = [h for h in config["header_types"] if h["name"] == "telemetry_t"]
@@ -109,7 +108,6 @@ def test_telemetry_layout_is_the_compiled_header(compiled):
 
 
 @pytest.mark.slow   # compiles p4src/v1model/bs.p4 (~8 s) when p4c is here
-@pytest.mark.slow
 def test_random_number_is_drawn_below_prob_one(compiled):
     _, config = compiled
     bounds = [int(p["parameters"][2]["value"], 16) for a in config["actions"] for p in a["primitives"]
@@ -212,3 +210,19 @@ def test_slot_counts_are_the_compiled_counter_and_register_sizes(compiled):
     assert {sizes[n] for n in ("malformed", "fwd_dropped", "punted")} == {wire.PORT_REASON_SLOTS}
     assert wire.PORT_CLASS_SLOTS == wire.PORT_SLOTS * wire.AQM_CLASS_STRIDE
     assert wire.PORT_REASON_SLOTS == wire.PORT_SLOTS * wire.REASON_STRIDE
+
+
+_TNA_INDEXED = re.compile(r"\b(?:Counter<bit<\d+>,|Meter<)\s*bit<([^<>]+)>>\((\w+)")
+
+
+def test_tna_index_widths_are_named_for_their_slot_counts():
+    """A TNA counter or meter takes its index type from constants.p4 (bit<(PORT_CLASS_BITS)> for PORT_CLASS_SLOTS
+    slots, ...), and each slot count is 2 to the power of its width: a width written by hand could drift from
+    the slots (bf-p4c would then refuse an index, or leave slots unreachable)."""
+    width_of = {"PORT_SLOTS": "PORT_BITS", "PORT_CLASS_SLOTS": "PORT_CLASS_BITS", "PORT_REASON_SLOTS": "PORT_REASON_BITS"}
+    found = [(path.name, width.strip(), slots) for path, text in _sources(PROGRAM_SOURCES[TNA]).items()
+             for width, slots in _TNA_INDEXED.findall(text)]
+    assert len(found) >= 10, found           # aqm_* (5), priority_admitted, sanitised, the reasons' (3), punt_budget
+    assert [f for f in found if f[1] != f"({width_of.get(f[2])})"] == []
+    for slots, width in width_of.items():
+        assert getattr(wire, slots) == 1 << getattr(wire, width), slots

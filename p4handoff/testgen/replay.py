@@ -186,7 +186,7 @@ def replay_tests(tests: Sequence[GeneratedTest], writes_of: Writes, *, p4info: P
     be replayed (a write the switch or the translation refused, a port BMv2 does not have, a short frame).
     Every port a test names gets a veth, and so do `ports` (where an unexpected packet could appear)."""
     wanted = set(ports) | {t.port for t in tests} | {t.expected.port for t in tests if t.expected}
-    with netns.Sandbox("tg") as lab, Bmv2Replay(lab, p4info, bmv2_json, {p for p in wanted if 0 <= p < PORT_LIMIT},
+    with netns.Sandbox("tg") as sandbox, Bmv2Replay(sandbox, p4info, bmv2_json, {p for p in wanted if 0 <= p < PORT_LIMIT},
                                                  work_dir, cpu_port, priority_queues) as rig:
         results: list[Observed | str] = []
         for test in tests:

@@ -67,8 +67,14 @@ const bit<2> AQM_MODE_MRED = 2;
 const bit<2> AQM_CLASS_NP = 0;
 const bit<2> AQM_CLASS_PRIO = 1;
 const bit<2> AQM_CLASS_DUMMY = 2;
-const bit<32> AQM_CLASS_STRIDE = 4;
-const bit<32> PORT_SLOTS = 512;
+/* Index widths: a port (port_t, PortId_t), a class, a reason. Every slot
+ * count below is a power of two of them, and the TNA's counter and meter
+ * index types are bit<(...)> of them (a TNA index is port ++ class) */
+const bit<32> PORT_BITS = 9;
+const bit<32> AQM_CLASS_BITS = 2;
+const bit<32> REASON_BITS = 4;
+const bit<32> AQM_CLASS_STRIDE = 32w1 << AQM_CLASS_BITS;
+const bit<32> PORT_SLOTS = 32w1 << PORT_BITS;
 /* The highest port number a network description may name: ports are
  * 9 bits (PORT_SLOTS of them) and BMv2 drops what is sent to the last one
  * (511); a punted packet's ingress_port is checked against it too */
@@ -107,10 +113,12 @@ const bit<8> DUMMY_MAX_RECIRC = 250;
 
 /* Reason-indexed counters (malformed, fwd_dropped, punted) are indexed
  * port * REASON_STRIDE + reason */
-const bit<32> REASON_STRIDE = 16;
+const bit<32> REASON_STRIDE = 32w1 << REASON_BITS;
 
 /* Slots of the per-port-per-class and per-port-per-reason counters and
- * registers of both programs */
+ * registers of both programs, and the widths of their TNA indices */
+const bit<32> PORT_CLASS_BITS = PORT_BITS + AQM_CLASS_BITS;
+const bit<32> PORT_REASON_BITS = PORT_BITS + REASON_BITS;
 const bit<32> PORT_CLASS_SLOTS = PORT_SLOTS * AQM_CLASS_STRIDE;
 const bit<32> PORT_REASON_SLOTS = PORT_SLOTS * REASON_STRIDE;
 

@@ -26,15 +26,15 @@ control TnaAqmEgress(inout tna_headers_t hdr, inout tna_egress_meta_t meta,
                      in egress_intrinsic_metadata_t eg_intr_md,
                      inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
     @name(".aqm_dequeued")
-    Counter<bit<64>, bit<11>>(PORT_CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) aqm_dequeued;
+    Counter<bit<64>, bit<(PORT_CLASS_BITS)>>(PORT_CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) aqm_dequeued;
     @name(".aqm_red_dropped")
-    Counter<bit<64>, bit<11>>(PORT_CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) aqm_red_dropped;
+    Counter<bit<64>, bit<(PORT_CLASS_BITS)>>(PORT_CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) aqm_red_dropped;
     @name(".aqm_overflow_dropped")
-    Counter<bit<64>, bit<11>>(PORT_CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) aqm_overflow_dropped;
+    Counter<bit<64>, bit<(PORT_CLASS_BITS)>>(PORT_CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) aqm_overflow_dropped;
     @name(".aqm_dummy_dropped")
-    Counter<bit<64>, bit<11>>(PORT_CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) aqm_dummy_dropped;
+    Counter<bit<64>, bit<(PORT_CLASS_BITS)>>(PORT_CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) aqm_dummy_dropped;
     @name(".priority_admitted")
-    Counter<bit<64>, bit<9>>(PORT_SLOTS, CounterType_t.PACKETS_AND_BYTES) priority_admitted;
+    Counter<bit<64>, bit<(PORT_BITS)>>(PORT_SLOTS, CounterType_t.PACKETS_AND_BYTES) priority_admitted;
 
     Random<bit<16>>() random;      /* TNA_PROB_BITS (include/constants.p4) */
     Lpf<bit<32>, bit<32>>(PORT_SLOTS) avg_lpf;

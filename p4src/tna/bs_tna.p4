@@ -37,19 +37,19 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
     BsIngress() bs_ingress;
 
     @name(".aqm_enqueued")
-    Counter<bit<64>, bit<11>>(PORT_CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) aqm_enqueued;
+    Counter<bit<64>, bit<(PORT_CLASS_BITS)>>(PORT_CLASS_SLOTS, CounterType_t.PACKETS_AND_BYTES) aqm_enqueued;
     @name(".sanitised")
-    Counter<bit<64>, bit<9>>(PORT_SLOTS, CounterType_t.PACKETS_AND_BYTES) sanitised;
+    Counter<bit<64>, bit<(PORT_BITS)>>(PORT_SLOTS, CounterType_t.PACKETS_AND_BYTES) sanitised;
     @name(".malformed")
-    Counter<bit<64>, bit<13>>(PORT_REASON_SLOTS, CounterType_t.PACKETS_AND_BYTES) malformed;
+    Counter<bit<64>, bit<(PORT_REASON_BITS)>>(PORT_REASON_SLOTS, CounterType_t.PACKETS_AND_BYTES) malformed;
     @name(".fwd_dropped")
-    Counter<bit<64>, bit<13>>(PORT_REASON_SLOTS, CounterType_t.PACKETS_AND_BYTES) fwd_dropped;
+    Counter<bit<64>, bit<(PORT_REASON_BITS)>>(PORT_REASON_SLOTS, CounterType_t.PACKETS_AND_BYTES) fwd_dropped;
     @name(".punted")
-    Counter<bit<64>, bit<13>>(PORT_REASON_SLOTS, CounterType_t.PACKETS_AND_BYTES) punted;
+    Counter<bit<64>, bit<(PORT_REASON_BITS)>>(PORT_REASON_SLOTS, CounterType_t.PACKETS_AND_BYTES) punted;
     /* the punt budget: unsolicited punts per ingress port (docs/pipeline.md, "Punt budget"); configured by
      * the controller per port, red beyond it. Not yet compiled with bf-p4c (docs/tofino.md) */
     @name(".punt_budget")
-    Meter<bit<9>>(PORT_SLOTS, MeterType_t.PACKETS) punt_budget;
+    Meter<bit<(PORT_BITS)>>(PORT_SLOTS, MeterType_t.PACKETS) punt_budget;
 
     /* to the controller with a packet_in header; a probe (telemetry = 1)
      * also carries the telemetry header, which egress completes */
@@ -161,16 +161,16 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
         /* the counter alone: writing drop_ctl here too would order it after
          * the fate above, putting five counters in one stage (four ALUs) */
         if (meta.bs.malformed_kind != 0) {
-            malformed.count(ig_intr_md.ingress_port ++ meta.bs.malformed_kind[3:0]);
+            malformed.count(ig_intr_md.ingress_port ++ meta.bs.malformed_kind[REASON_BITS - 1:0]);
         }
         if (meta.bs.malformed_kind == 0 && meta.bs.sanitised) {
             sanitised.count(ig_intr_md.ingress_port);
         }
         if (meta.bs.malformed_kind == 0 && meta.bs.drop) {
-            fwd_dropped.count(ig_intr_md.ingress_port ++ meta.bs.drop_reason[3:0]);
+            fwd_dropped.count(ig_intr_md.ingress_port ++ meta.bs.drop_reason[REASON_BITS - 1:0]);
         }
         if (meta.bs.malformed_kind == 0 && !meta.bs.drop && meta.bs.punt_reason != 0) {
-            punted.count(ig_intr_md.ingress_port ++ meta.bs.punt_reason[3:0]);
+            punted.count(ig_intr_md.ingress_port ++ meta.bs.punt_reason[REASON_BITS - 1:0]);
         }
         if (meta.bs.malformed_kind == 0 && !meta.bs.drop && meta.bs.punt_reason == 0 && meta.bs.aqm_on) {
             aqm_enqueued.count(meta.bs.egress_port ++ meta.bs.cls);

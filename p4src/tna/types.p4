@@ -71,7 +71,7 @@ struct tna_ingress_meta_t {
 /* egress: the AQM decision's working state */
 struct tna_egress_meta_t {
     bit<32> port;           /* egress port (a probe: the probed port), as a register index */
-    bit<11> idx;            /* port * AQM_CLASS_STRIDE + class: port ++ class */
+    bit<(PORT_CLASS_BITS)> idx; /* port * AQM_CLASS_STRIDE + class: port ++ class */
     bit<32> q;              /* own queue depth at enqueue, cells, saturated at DEPTH_MAX */
     bit<32> q_fp;           /* the same, Q16.16 cells: the Lpf's input */
     bit<32> depth_data;     /* depth per queue: the packet's own, the others' last seen */
