@@ -20,9 +20,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from google.protobuf import text_format
 
 from p4handoff.bmv2 import P4C, compile_p4
 from p4handoff.controller.p4runtime import P4Info, TableEntry
+from p4handoff.controller.p4runtime._protos import p4info_pb2, p4runtime_pb2
 from p4handoff.controller.p4runtime.entities import UpdateType, encode_table_entry
 from p4handoff.testgen import cases, differential, tool
 from p4handoff.testgen.cases import Expected, GeneratedTest, Match, NamedWrite, GeneratedFileError
@@ -267,6 +269,28 @@ def test_tna_writes_translate_to_entries_the_v1model_p4info_accepts(v1model_p4in
                                                                               "set_port_role", {"role": 1})
     with pytest.raises(differential.Untranslatable, match="red_pa_gap"):
         differential.translate(v1model_p4info, NamedWrite("red_pa_gap", "set_min_count", {"count": 1}))
+
+
+def test_generated_entities_are_made_canonical_p4runtime() -> None:
+    """P4Testgen writes don't-care LPM/ternary keys and bits beyond a prefix or mask; PI refuses both
+    (docs/testgen.md, "Found"): the replay leaves don't-care keys out and clears the unmatched bits."""
+    info = text_format.Parse(
+        'tables { preamble { id: 7 name: "t" } match_fields { id: 1 name: "a" bitwidth: 12 match_type: LPM } '
+        'match_fields { id: 2 name: "b" bitwidth: 16 match_type: TERNARY } '
+        'match_fields { id: 3 name: "c" bitwidth: 8 match_type: TERNARY } }', p4info_pb2.P4Info())
+    entity = text_format.Parse(
+        'table_entry { table_id: 7 match { field_id: 1 lpm { value: "\\x0f\\xff" prefix_len: 6 } } '
+        'match { field_id: 2 ternary { value: "\\xab\\xcd" mask: "\\xf0\\x0f" } } '
+        'match { field_id: 3 ternary { value: "\\x12" mask: "\\x00" } } }', p4runtime_pb2.Entity())
+    dont_care = text_format.Parse(
+        'table_entry { table_id: 7 match { field_id: 1 lpm { value: "\\x0a\\xbc" prefix_len: 0 } } }',
+        p4runtime_pb2.Entity())
+    fixed, bare = cases.canonical_entities([entity, dont_care], P4Info(info))
+    a, b = fixed.table_entry.match
+    assert (a.field_id, a.lpm.value, a.lpm.prefix_len) == (1, b"\x0f\xc0", 6)    # 12-bit field: top 6 bits kept
+    assert (b.field_id, b.ternary.value, b.ternary.mask) == (2, b"\xa0\x0d", b"\xf0\x0f")
+    assert list(bare.table_entry.match) == []
+    assert entity.table_entry.match[0].lpm.value == b"\x0f\xff"       # the generated test is not changed
 
 
 # -- smoke: p4testgen itself, where it is installed ---------------------------------------------------

@@ -19,6 +19,7 @@ from p4handoff import netns
 from p4handoff.argtypes import real_number, whole_number
 from p4handoff.bmv2 import bmv2_available
 from p4handoff.controller.p4runtime.entities import UpdateType
+from p4handoff.controller.p4runtime.p4info import P4Info
 from p4handoff.wire import load_constants
 
 from . import cases, differential, tool
@@ -79,7 +80,9 @@ def run_bmv2(args: argparse.Namespace) -> int:
     out = BUILD / "testgen" / "bmv2"
     cpu, queues, _ = switch_settings()
     report, tests, unreadable = generate(tool.BMV2, V1MODEL_P4, out, args, f"{DATA_PORT_RANGE},{cpu}:{cpu}")
-    results = replay_tests(tests, lambda t: [(UpdateType.INSERT, e) for e in t.entities], p4info=P4INFO,
+    p4info = P4Info.load(P4INFO)
+    results = replay_tests(tests, lambda t: [(UpdateType.INSERT, e) for e in cases.canonical_entities(t.entities, p4info)],
+                           p4info=P4INFO,
                            bmv2_json=BMV2_JSON, work_dir=out, cpu_port=cpu, priority_queues=queues, ports=DATA_PORTS)
     failed = [{"test": name, "why": f"unreadable: {why}"} for name, why in unreadable]
     for test, obs in zip(tests, results):

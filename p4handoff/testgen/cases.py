@@ -24,6 +24,7 @@ from typing import Any
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
 
 from p4handoff.controller.p4runtime._protos import p4runtime_pb2
+from p4handoff.controller.p4runtime.p4info import P4Info
 
 
 class GeneratedFileError(ValueError):
@@ -142,6 +143,43 @@ def parse_protobuf(text: str, name: str = "test") -> GeneratedTest:
     return GeneratedTest(name, case.input_packet.port, case.input_packet.packet, expected,
                          entities=[p4runtime_pb2.Entity.FromString(e.SerializeToString()) for e in case.entities],
                          coverage=coverage, traces=traces)
+
+
+def canonical_entities(entities: list[Any], p4info: P4Info) -> list[Any]:
+    """The same matches in the form P4Runtime takes (spec 1.3, §9.1.1): P4Testgen's PROTOBUF back end writes
+    an LPM key of prefix length 0 as a match field and leaves value bits beyond the prefix (or outside a
+    ternary mask) set; PI refuses both ("omit match field", "incorrect number of trailing zeros"). A
+    don't-care key is left out and the bits no key compares are cleared: the entry matches the same packets."""
+    out = []
+    for entity in entities:
+        entity = p4runtime_pb2.Entity.FromString(entity.SerializeToString())
+        if entity.HasField("table_entry"):
+            entry = entity.table_entry
+            widths = {f.id: f.bitwidth for f in p4info.tables.get_id(entry.table_id).match_fields}
+            kept = [m for m in entry.match if not _dont_care(m)]
+            for m in kept:
+                _clear_unmatched(m, widths[m.field_id])
+            del entry.match[:]
+            entry.match.extend(kept)
+        out.append(entity)
+    return out
+
+
+def _dont_care(m: Any) -> bool:
+    kind = m.WhichOneof("field_match_type")
+    return (kind == "lpm" and m.lpm.prefix_len == 0) or (kind == "ternary" and not any(m.ternary.mask))
+
+
+def _clear_unmatched(m: Any, width: int) -> None:
+    kind = m.WhichOneof("field_match_type")
+    if kind == "lpm":
+        size = len(m.lpm.value)
+        mask = ((1 << m.lpm.prefix_len) - 1) << (width - m.lpm.prefix_len)
+        m.lpm.value = (int.from_bytes(m.lpm.value, "big") & mask).to_bytes(size, "big")
+    elif kind == "ternary":
+        size = len(m.ternary.value)
+        value = int.from_bytes(m.ternary.value, "big") & int.from_bytes(m.ternary.mask, "big")
+        m.ternary.value = value.to_bytes(size, "big")
 
 
 # -- STF --------------------------------------------------------------------------------------------
