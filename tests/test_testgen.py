@@ -159,6 +159,20 @@ def test_parse_report_takes_the_last_coverage_and_uncovered_list() -> None:
     assert report.unimplemented == ['Unsupported table key match type "Range"']
 
 
+def test_the_guard_limit_ends_a_run_with_its_tests_kept_and_other_failures_still_raise(tmp_path: Path) -> None:
+    """p4testgen's exit at its guard-violation limit keeps the tests it wrote (a stand-in script prints what
+    small_step.cpp prints; the real tool runs in the smoke tests below); any other failure is an error."""
+    script = tmp_path / "fake_p4testgen.sh"
+    script.write_text('echo "============ Test 1: Nodes covered: 0.5 (160/320) ============"\n'
+                      f'echo "Internal error: P4Testgen Bug: Condition x {tool.GUARD_LIMIT_MESSAGE} for this run."\n'
+                      "exit 1\n")
+    report = tool.run(["sh", str(script), "--out-dir", str(tmp_path / "out")], tmp_path / "log", timeout=30)
+    assert (report.tests, report.covered) == (1, 160) and report.stopped and "guard" in report.stopped
+    script.write_text("echo 'error: something else'\nexit 1\n")
+    with pytest.raises(RuntimeError, match="exited 1"):
+        tool.run(["sh", str(script), "--out-dir", str(tmp_path / "out")], tmp_path / "log", timeout=30)
+
+
 def test_the_command_asks_for_statement_coverage_and_our_ports(tmp_path: Path) -> None:
     cmd = tool.command(tool.TOFINO, Path("p4src/tna/bs_tna.p4"), tmp_path, max_tests=5, seed=3,
                        port_ranges="1:8,9:9")

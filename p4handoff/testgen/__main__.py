@@ -72,6 +72,8 @@ def print_coverage(prefix: str, report: tool.Report, out: Path) -> None:
     (out / "uncovered.txt").write_text("".join(f"{n}\n" for n in report.uncovered))
     print(f"{prefix}_uncovered_statements: {len(report.uncovered)} (listed in {out.relative_to(ROOT)}/uncovered.txt)")
     print(f"{prefix}_aborted_paths: {report.aborted} (P4Testgen: output port unknown, no test)")
+    if report.stopped:
+        print(f"{prefix}_stopped: {report.stopped}")
     for message, n in Counter(report.unimplemented).most_common():
         print(f"{prefix}_unimplemented: {n} x {message}")
 
