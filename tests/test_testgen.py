@@ -173,6 +173,13 @@ def test_the_guard_limit_ends_a_run_with_its_tests_kept_and_other_failures_still
         tool.run(["sh", str(script), "--out-dir", str(tmp_path / "out")], tmp_path / "log", timeout=30)
 
 
+def test_an_unimplemented_feature_is_reported_by_its_message_not_its_source_file() -> None:
+    output = ("warning: Path encountered unimplemented feature. Message: In file: /x/table_stepper.cpp:146\n"
+              "Unimplemented compiler support: Match type range not implemented for table keys.\n")
+    assert tool.parse_report(output).unimplemented == [
+        "Unimplemented compiler support: Match type range not implemented for table keys."]
+
+
 def test_the_command_asks_for_statement_coverage_and_our_ports(tmp_path: Path) -> None:
     cmd = tool.command(tool.TOFINO, Path("p4src/tna/bs_tna.p4"), tmp_path, max_tests=5, seed=3,
                        port_ranges="1:8,9:9")

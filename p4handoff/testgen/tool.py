@@ -73,7 +73,12 @@ def parse_report(output: str) -> Report:
     """The figures of one run's combined stdout and stderr."""
     report = Report()
     nodes: list[str] | None = None
+    located = False     # the last unimplemented-feature message named only its source file: its text follows
     for line in output.splitlines():
+        if located and line.strip():
+            report.unimplemented[-1] = line.strip()
+            located = False
+            continue
         if m := _TEST_RE.search(line):
             report.tests += 1
             report.covered, report.coverable = int(m.group(2)), int(m.group(3))
@@ -83,6 +88,7 @@ def parse_report(output: str) -> Report:
             report.aborted += 1
         elif m := _UNIMPL_RE.search(line):
             report.unimplemented.append(m.group(1).strip())
+            located = m.group(1).startswith("In file:")
         if "Not covered program nodes:" in line:
             nodes = []
             report.uncovered = nodes
