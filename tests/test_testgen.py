@@ -27,6 +27,7 @@ from p4handoff.controller.p4runtime import P4Info, TableEntry
 from p4handoff.controller.p4runtime._protos import p4info_pb2, p4runtime_pb2
 from p4handoff.controller.p4runtime.entities import UpdateType, encode_table_entry
 from p4handoff.testgen import cases, differential, tool
+from p4handoff.wire import load_constants
 from p4handoff.testgen.cases import Expected, GeneratedTest, Match, NamedWrite, GeneratedFileError
 from p4handoff.testgen.replay import Observed, join_header, judge, split_header
 
@@ -332,7 +333,10 @@ def test_p4testgen_smoke_generates_readable_tests(target: tool.Target, program: 
     _need_p4testgen(f"p4testgen smoke on {program} ({target.name})")
     if target.name != "bmv2":
         target = tool.Target(target.name, target.arch, target.backend, (*target.defines, "BS_TESTGEN_CHECKSUMS_VALID"))
-    cmd = tool.command(target, ROOT / program, tmp_path, max_tests=3, seed=1, port_ranges="1:8")
+    cpu = load_constants()["CPU_PORT"] if target.name == "bmv2" else tool.TESTGEN_TNA_CPU_PORT
+    # the ports make testgen allows: without the CPU port every punt path is a guard violation, and P4Testgen
+    # stops after 100 of them, before the first test
+    cmd = tool.command(target, ROOT / program, tmp_path, max_tests=3, seed=1, port_ranges=f"1:8,{cpu}:{cpu}")
     report = tool.run(cmd, tmp_path / "log", timeout=900)
     tests, errors = cases.load_dir(tmp_path)
     assert errors == [] and report.tests == len(tests) >= 1, (tmp_path / "log").read_text()[-3000:]
