@@ -39,9 +39,10 @@ LAB_MARKS = [
 
 
 @contextmanager
-def running_testbed(tmp_path: Path, n_mobiles: int) -> Iterator[Testbed]:
-    """Gateway and two BS switches with `n_mobiles` MHs, the controller running; torn down after."""
-    bed = Testbed(tmp_path, n_mobiles=n_mobiles)
+def running_testbed(tmp_path: Path, n_mobiles: int, buffer_service: bool = False) -> Iterator[Testbed]:
+    """Gateway and two BS switches with `n_mobiles` MHs (and the buffer service if asked), the controller
+    running; torn down after."""
+    bed = Testbed(tmp_path, n_mobiles=n_mobiles, buffer_service=buffer_service)
     try:
         bed.start()
         bed.start_controller()

@@ -14,9 +14,9 @@ import time
 import pytest
 
 from p4handoff.controller.bufsvc_wire import HELLO, NONCE, Channel, ChannelError
-from p4handoff.topo.testbed import BUFSVC_CONTROL, Collector, HostPort, Testbed, mh_ip, received_seqs
+from p4handoff.topo.testbed import BUFSVC_CONTROL, Collector, HostPort, mh_ip, received_seqs
 from p4handoff.wire import DSCP_IPF_PRIORITY_DEFAULT, IP_PROTO_IPIP
-from tests.bmv2_support import BMV2_NETNS_MARKS, attach, send_stream
+from tests.bmv2_support import BMV2_NETNS_MARKS, attach, running_testbed, send_stream
 
 pytestmark = BMV2_NETNS_MARKS
 
@@ -31,13 +31,8 @@ def overtaken(seqs: list[int]) -> int:
 
 @pytest.fixture
 def tb(tmp_path):
-    bed = Testbed(tmp_path, n_mobiles=2, buffer_service=True)
-    try:
-        bed.start()
-        bed.start_controller()
+    with running_testbed(tmp_path, n_mobiles=2, buffer_service=True) as bed:
         yield bed
-    finally:
-        bed.close()
 
 
 def test_a_stream_handed_off_through_the_service_arrives_complete_in_order_and_priority_marked(tb):
