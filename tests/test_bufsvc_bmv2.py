@@ -17,16 +17,11 @@ from p4handoff.controller.bufsvc_wire import HELLO, NONCE, Channel, ChannelError
 from p4handoff.topo.testbed import BUFSVC_CONTROL, Collector, HostPort, mh_ip, received_seqs
 from p4handoff.wire import DSCP_IPF_PRIORITY_DEFAULT, IP_PROTO_IPIP
 from tests.bmv2_support import BMV2_NETNS_MARKS, attach, running_testbed, send_stream
+from tests.seq_support import overtaken
 
 pytestmark = BMV2_NETNS_MARKS
 
 
-def overtaken(seqs: list[int]) -> int:
-    top, n = -1, 0
-    for s in seqs:
-        n += s < top
-        top = max(top, s)
-    return n
 
 
 @pytest.fixture

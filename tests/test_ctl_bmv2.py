@@ -20,6 +20,7 @@ from p4handoff.topo.testbed import Collector, HostPort, Testbed, cell_ip, mh_ip,
 from p4handoff.notify import Event, Notification
 from p4handoff.wire import DSCP_IPF_PRIORITY_DEFAULT, IP_PROTO_IPIP, UDP_PORT_HANDOFF_NOTIFY
 from tests.bmv2_support import BMV2_NETNS_MARKS, REPO, attach, running_testbed, send_stream
+from tests.seq_support import overtaken
 
 pytestmark = BMV2_NETNS_MARKS
 
@@ -34,12 +35,6 @@ def notes(frames: list[bytes]) -> list[Notification]:
     return out
 
 
-def overtaken(seqs: list[int]) -> int:
-    top, n = -1, 0
-    for s in seqs:
-        n += s < top
-        top = max(top, s)
-    return n
 
 
 @pytest.fixture

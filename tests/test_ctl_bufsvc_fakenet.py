@@ -17,6 +17,7 @@ from p4handoff.controller.mh_state import Phase
 from p4handoff.controller.mobility import Mobility
 from p4handoff.controller.network import parse_network
 from tests.ctl_fakenet import FakeNet
+from tests.seq_support import overtaken
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "topo" / "three-switch.yaml"
 
@@ -51,12 +52,6 @@ def stream(f: FakeNet, mh: str, start: float, count: int, gap: float) -> None:
         f.send(mh, i, when=start + i * gap)
 
 
-def overtaken(got: list[int]) -> int:
-    top, n = -1, 0
-    for s in got:
-        n += s < top
-        top = max(top, s)
-    return n
 
 
 def test_a_fast_stream_through_the_service_is_complete_and_only_late_packets_are_overtaken():

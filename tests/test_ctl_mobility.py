@@ -20,6 +20,7 @@ from p4handoff.controller.packets import parse_ipv4
 from p4handoff.controller.registration import RegistrationRequest, ReplyCode
 from p4handoff.notify import Event
 from tests.ctl_fakenet import FakeNet
+from tests.seq_support import overtaken
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "topo" / "three-switch.yaml"
 
@@ -73,14 +74,6 @@ def signalled_handoff(f: FakeNet, mob: Mobility, mh: str, to: str, warn: float =
     f.register(mh, to)
 
 
-def overtaken(got: list[int]) -> int:
-    """How many packets arrived after a higher-numbered one."""
-    top, n = -1, 0
-    for s in got:
-        if s < top:
-            n += 1
-        top = max(top, s)
-    return n
 
 
 def events(logs: list, mh: str = "mh1") -> list[str]:

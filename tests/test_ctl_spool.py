@@ -23,6 +23,7 @@ from p4handoff.controller.network import parse_network
 from p4handoff.controller.registration import RegistrationRequest
 from p4handoff.controller.spool import PUSH, REMOVE, Record, Spool, SpoolError, decode_all, encode
 from tests.ctl_fakenet import FakeNet
+from tests.seq_support import overtaken
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "topo" / "three-switch.yaml"
 NET = parse_network(yaml.safe_load(EXAMPLE.read_text()))
@@ -239,12 +240,6 @@ def test_releases_lost_with_the_process_are_sent_again(tmp_path):
     assert new.state("mh1").phase is Phase.ATTACHED
 
 
-def overtaken(got: list[int]) -> int:
-    top, n = -1, 0
-    for s in got:
-        n += s < top
-        top = max(top, s)
-    return n
 
 
 @pytest.mark.parametrize("instant", [0.2, 0.35, 0.7], ids=["before", "during", "after"])
