@@ -503,6 +503,14 @@ tofino_toolchain() {
   echo "  p4testgen: $("$PREFIX/bin/p4testgen" --version 2>&1 | tail -1)"
 }
 
+# one build per build directory: two runs would share its sources, logs and stamps. The lock is held until
+# this script and every compiler it started have exited (they inherit the descriptor).
+lock_build_dir() {
+  exec 9>>"$TC_DIR/lock" || fail "cannot open $TC_DIR/lock"
+  flock -n 9 || fail "another toolchain build (pid $(cat "$TC_DIR/lock.pid" 2>/dev/null || echo unknown)) is using $TC_DIR: wait for it to finish, or set P4HANDOFF_TOOLCHAIN_DIR to another directory"
+  echo $$ >"$TC_DIR/lock.pid"
+}
+
 # ---- main (one function, called on the last line: bash has parsed all of it before running any of it, so
 # editing this file while a build runs cannot derail that build) ---------------------------------------
 main() {
@@ -512,6 +520,7 @@ main() {
   [ "$DRY_RUN" = 1 ] && { echo "dry run: nothing built"; exit 0; }
 
   mkdir -p "$LOGS" "$STAMPS" "$SRC" "$WORK" || fail "cannot create the build directory $TC_DIR"
+  lock_build_dir
   step apt "$([ "$TOFINO" = 1 ] && echo tofino || echo bmv2)" "$(printf '%s ' "${APT[@]}" | sha1sum | cut -c1-12)" apt_install
   if [ "$TOFINO" = 1 ]; then
     tofino_toolchain

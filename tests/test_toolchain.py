@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -227,3 +228,21 @@ def test_a_failed_step_names_its_log_and_resumes(sandbox: Path, tmp_path: Path) 
     resumed = steps(sandbox, body)
     assert resumed.returncode == 0 and "ok" in resumed.stdout, "no stamp was written: the rerun does the step"
     assert "done before" in steps(sandbox, body).stdout
+
+
+def test_a_second_build_in_the_same_directory_is_refused(sandbox: Path, tmp_path: Path) -> None:
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "lock.pid").write_text("4242\n")
+    with subprocess.Popen(["flock", str(build / "lock"), "sleep", "60"]) as holder:
+        try:
+            deadline = time.monotonic() + 10
+            while subprocess.run(["flock", "-n", str(build / "lock"), "true"]).returncode == 0:
+                assert time.monotonic() < deadline, "the holder never took the lock"
+                time.sleep(0.05)
+            done = run(sandbox, P4HANDOFF_TOOLCHAIN_DIR=str(build))
+        finally:
+            holder.kill()
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "another toolchain build (pid 4242) is using" in done.stderr and "P4HANDOFF_TOOLCHAIN_DIR" in done.stderr
+    assert "checks: ok" in done.stdout and not re.search(r"^\[\d\d:", done.stdout, re.M), "no step was started"
