@@ -60,7 +60,7 @@ $(BUILD)/bs.json: $(P4_SOURCES)
 
 # Tofino (issue 10): the open-source Tofino back end of p4c (backends/tofino);
 # docs/tofino.md. The CPU port is a build-time constant of the TNA parser.
-P4C_TOFINO ?= $(or $(shell command -v bf-p4c 2>/dev/null),$(shell command -v p4c-barefoot 2>/dev/null),bf-p4c)
+P4C_TOFINO ?= bf-p4c
 TOFINO_BUILD := $(BUILD)/tofino
 TOFINO_CPU_PORT ?= 64
 TOFINO2_CPU_PORT ?= 0
@@ -77,7 +77,7 @@ tofino_flags = -g $(if $(filter tofino2,$(1)),-Xp4c=--no-clot)
 build-tofino: $(foreach t,$(TOFINO_TARGETS),$(TOFINO_BUILD)/$(t)/bs_tna.p4info.txtpb) ## compile p4src/tna for Tofino-1 and Tofino-2 into build/tofino/ (needs bf-p4c)
 
 $(TOFINO_BUILD)/%/bs_tna.p4info.txtpb: $(P4_TNA_SOURCES)
-	@command -v $(P4C_TOFINO) >/dev/null || { echo "make build-tofino: the Tofino compiler '$(P4C_TOFINO)' (bf-p4c / p4c-barefoot, p4c's backends/tofino) is not installed; set P4C_TOFINO=... or see README, section 'Tofino'." >&2; exit 2; }
+	@command -v $(P4C_TOFINO) >/dev/null || { echo "make build-tofino: the Tofino compiler driver '$(P4C_TOFINO)' (bf-p4c: p4c's backends/tofino, make toolchain-tofino) is not installed; set P4C_TOFINO=... or see README, section 'Tofino'." >&2; exit 2; }
 	@rm -rf $(TOFINO_BUILD)/$* && mkdir -p $(TOFINO_BUILD)/$*
 	$(P4C_TOFINO) --target $* --arch $(call tofino_arch,$*) --std p4-16 -DTNA_CPU_PORT=$(call tofino_cpu_port,$*) $(call tofino_flags,$*) \
 	  -o $(TOFINO_BUILD)/$* --p4runtime-force-std-externs \

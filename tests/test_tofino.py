@@ -2,7 +2,7 @@
 of the two programs on exactly the entities the controller uses.
 
 The compiled-program tests need the open-source Tofino back end of p4c
-(bf-p4c / p4c-barefoot); `make test` compiles both targets first when it is
+(bf-p4c, the driver `make toolchain-tofino` links); `make test` compiles both targets first when it is
 on PATH, and each test skips by name with the reason otherwise.
 """
 from __future__ import annotations
@@ -40,9 +40,8 @@ PACKET_METADATA = ("packet_in", "packet_out")
 
 
 def tofino_compiler() -> str | None:
-    """The driver `make build-tofino` uses (P4C_TOFINO, else bf-p4c, else p4c-barefoot on PATH)."""
-    named = os.environ.get("P4C_TOFINO")
-    return shutil.which(named) if named else shutil.which("bf-p4c") or shutil.which("p4c-barefoot")
+    """The driver `make build-tofino` uses (P4C_TOFINO, else bf-p4c on PATH)."""
+    return shutil.which(os.environ.get("P4C_TOFINO") or "bf-p4c")
 
 
 def tna_p4info_path(target: str) -> Path:
@@ -53,7 +52,7 @@ def load_tna(target: str) -> P4Info:
     path = tna_p4info_path(target)
     if not path.exists():
         if tofino_compiler() is None:
-            pytest.skip("no Tofino compiler (bf-p4c / p4c-barefoot, or P4C_TOFINO) on PATH: the TNA program "
+            pytest.skip("no Tofino compiler (bf-p4c, or P4C_TOFINO) on PATH: the TNA program "
                         "is not compiled (README, 'Tofino')")
         pytest.skip(f"{path.relative_to(ROOT)} missing: run make build-tofino")
     return P4Info.load(path)
