@@ -200,6 +200,28 @@ control Ipv4Forwarding(inout headers_t hdr, inout local_meta_t meta) {
                 }
             }
         }
+        /* what a tunnel this switch starts carries, chosen for every packet
+         * (only push_tunnel_header below reads it), in one flat step beside
+         * the TTL decision rather than nested under it (Tofino stages): the
+         * priority mark if the route marks (tunnel_mark, set only by the
+         * tunnel action) or the packet is already priority, else the inner
+         * codepoint (already sanitised: never the priority codepoint), so
+         * LE dummies stay LE; without inner, ipv4's (read above). A marking
+         * tunnel makes the packet a priority packet. */
+        if (meta.tunnel_mark == 1) {
+            meta.ipf_priority = true;
+            dscp = meta.ipf_dscp;
+        } else if (meta.ipf_priority) {
+            dscp = meta.ipf_dscp;
+        } else if (hdr.inner.isValid()) {
+            dscp = hdr.inner.dscp;
+        }
+        /* the inner header if present (a transit tunnel's, or after
+         * decapsulation), else ipv4's (read above) */
+        if (hdr.inner.isValid()) {
+            ecn = hdr.inner.ecn;
+            total_len = hdr.inner.total_len;
+        }
         if (routed && ttl <= 1) {
             meta.drop = true;
             meta.drop_reason = FWD_DROP_TTL;
@@ -214,24 +236,6 @@ control Ipv4Forwarding(inout headers_t hdr, inout local_meta_t meta) {
                     /* a transit tunnel re-encapsulated: its old outer header goes */
                     hdr.ipv4.setInvalid();
                     hdr.ipv4_opts.setInvalid();
-                }
-                /* the header the new tunnel carries: inner if present (a
-                 * transit tunnel's, or after decapsulation), else ipv4 (its
-                 * fields read above); read directly, not after the
-                 * invalidation above (Tofino stages) */
-                if (hdr.inner.isValid()) {
-                    ecn = hdr.inner.ecn;
-                    total_len = hdr.inner.total_len;
-                }
-                if (meta.tunnel_mark == 1 || meta.ipf_priority) {
-                    /* the priority mark */
-                    meta.ipf_priority = true;
-                    dscp = meta.ipf_dscp;
-                } else if (hdr.inner.isValid()) {
-                    /* else the inner codepoint (already sanitised: never the
-                     * priority codepoint), so LE dummies stay LE; without
-                     * inner, ipv4's */
-                    dscp = hdr.inner.dscp;
                 }
                 push_tunnel_header(dscp, ecn, total_len);
             }

@@ -86,8 +86,11 @@ control BsIngress(inout headers_t hdr, inout local_meta_t meta) {
                 }
             }
             if (from_cpu && meta.punt_reason != 0) {
-                /* never loop a controller packet back to the controller */
-                meta.punt_reason = 0;
+                /* never loop a controller packet back to the controller:
+                 * dropped (a drop overrides a punt in both glues); the
+                 * reason is left as it is, so the punt decision is final
+                 * where forwarding made it (Tofino stages: the TNA punt
+                 * budget reads it) */
                 meta.drop = true;
                 meta.drop_reason = FWD_DROP_PACKET_OUT;
             }

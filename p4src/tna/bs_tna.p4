@@ -47,7 +47,7 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
     @name(".punted")
     Counter<bit<64>, bit<(PORT_REASON_BITS)>>(PORT_REASON_SLOTS, CounterType_t.PACKETS_AND_BYTES) punted;
     /* the punt budget: unsolicited punts per ingress port (docs/pipeline.md, "Punt budget"); configured by
-     * the controller per port, red beyond it. Not yet compiled with bf-p4c (docs/tofino.md) */
+     * the controller per port as a single-rate meter (committed = peak), red beyond it */
     @name(".punt_budget")
     Meter<bit<(PORT_BITS)>>(PORT_SLOTS, MeterType_t.PACKETS) punt_budget;
 
@@ -118,19 +118,22 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
         }
         bs_ingress.apply(hdr.bs, meta.bs);
 
-        /* an unsolicited punt over its port's budget becomes a forwarding drop (counted in fwd_dropped
-         * below, never in punted) */
+        /* an unsolicited punt over its port's budget is dropped and counted in fwd_dropped, never in
+         * punted. The colour is read directly by the fate and the counters below (no `drop` written from
+         * it: that would be one more stage), and the drop reason is written beside the meter: it is read
+         * only when the packet is dropped. The condition does not wait for `drop`: on a packet not from
+         * the CPU, BsIngress never sets both a drop and a punt, and the CPU's packets are never metered
+         * (a lookup of theirs that ends in a punt is dropped). bf-p4c 1.2.5.16, Tofino-1: 12 of 12
+         * stages this way, 14 with a `drop` written from the colour and read by the fate */
         bit<8> punt_color = (bit<8>)MeterColor_t.GREEN;
-        if (meta.bs.malformed_kind == 0 && !meta.bs.drop && meta.bs.punt_reason != 0
+        if (meta.bs.malformed_kind == 0 && ig_intr_md.ingress_port != CPU_PORT_TNA && meta.bs.punt_reason != 0
                 && meta.bs.punt_reason != PUNT_REASON_TELEMETRY && meta.bs.punt_reason != PUNT_REASON_BUFFER) {
             punt_color = punt_budget.execute(ig_intr_md.ingress_port);
-        }
-        if (punt_color == (bit<8>)MeterColor_t.RED) {
-            meta.bs.drop = true;
             meta.bs.drop_reason = FWD_DROP_PUNT_BUDGET;
         }
+        bool over_budget = punt_color == (bit<8>)MeterColor_t.RED;
 
-        if (meta.bs.malformed_kind != 0 || meta.bs.drop) {
+        if (meta.bs.malformed_kind != 0 || meta.bs.drop || over_budget) {
             ig_dprsr_md.drop_ctl = 1;
         } else if (meta.bs.punt_reason != 0) {
             if (meta.bs.punt_reason != PUNT_REASON_TELEMETRY) {
@@ -166,10 +169,10 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_ingress_meta_t meta,
         if (meta.bs.malformed_kind == 0 && meta.bs.sanitised) {
             sanitised.count(ig_intr_md.ingress_port);
         }
-        if (meta.bs.malformed_kind == 0 && meta.bs.drop) {
+        if (meta.bs.malformed_kind == 0 && (meta.bs.drop || over_budget)) {
             fwd_dropped.count(ig_intr_md.ingress_port ++ meta.bs.drop_reason[REASON_BITS - 1:0]);
         }
-        if (meta.bs.malformed_kind == 0 && !meta.bs.drop && meta.bs.punt_reason != 0) {
+        if (meta.bs.malformed_kind == 0 && !meta.bs.drop && !over_budget && meta.bs.punt_reason != 0) {
             punted.count(ig_intr_md.ingress_port ++ meta.bs.punt_reason[REASON_BITS - 1:0]);
         }
         if (meta.bs.malformed_kind == 0 && !meta.bs.drop && meta.bs.punt_reason == 0 && meta.bs.aqm_on) {
