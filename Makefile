@@ -101,7 +101,7 @@ QUICK_MARKS := not slow and not bmv2 and not netns
 # lint and `make build` side by side (mypy and p4c use one core each; ~15 s each on a fresh clone), output kept per target
 test: venv-ready ## lint, then every suite; BMv2, Tofino and namespace suites skip, by name and reason, where their tools are absent
 	@$(MAKE) --no-print-directory -j2 --output-sync=target lint $(if $(shell command -v $(P4C) 2>/dev/null),build)
-	@if command -v $(P4C_TOFINO) >/dev/null; then $(MAKE) --no-print-directory -k build-tofino \
+	@if command -v $(P4C_TOFINO) >/dev/null; then $(MAKE) --no-print-directory -k -j2 build-tofino \
 	  || echo "make test: build-tofino failed (build/tofino/*.log); test_tna_program_compiles fails for it" >&2; fi
 	$(PY) -m pytest tests -n $(TEST_JOBS) --dist loadgroup --durations=25; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests ran"; rc=0; fi; exit $$rc
 
