@@ -17,8 +17,8 @@ import subprocess
 import time
 from pathlib import Path
 
-# (label, file suffix, function)
-STAGES = [
+# (label, file suffix, function[s]): a stage's time is the sum over its functions
+STAGES: list[tuple[str, str, str | tuple[str, ...]]] = [
     ("daemon loop (all of the phase)", "controller/daemon.py", "_step"),
     ("  waiting for an event (idle)", "queue.py", "get"),
     ("  packet-ins handled as a batch (_on_packet_ins)", "controller/daemon.py", "_on_packet_ins"),
@@ -30,7 +30,8 @@ STAGES = [
     ("    applying the batch (_flush)", "controller/daemon.py", "_flush"),
     ("      merging into steps (EffectBatch.steps)", "controller/effect_batch.py", "steps"),
     ("      P4Runtime Writes (write_step)", "controller/route_writes.py", "write_step"),
-    ("        of which waiting for the answers", "controller/p4runtime/client.py", "result"),
+    ("        of which the RPCs (sending, waiting for the answers)", "controller/p4runtime/client.py",
+     ("result", "_rpc")),
     ("      packet-outs (_send: replies, releases, markers, notes)", "controller/daemon.py", "_send"),
     ("      release fences (_fence_releases)", "controller/daemon.py", "_fence_releases"),
     ("  timers (Mobility.on_time)", "controller/mobility.py", "on_time"),
@@ -50,10 +51,10 @@ def stage_table(stats: pstats.Stats, handoffs: int) -> list[tuple[str, int, floa
     """(label, calls, µs per handoff) of every stage; 0 calls where it never ran."""
     rows = []
     table = stats.stats  # type: ignore[attr-defined]
-    for label, suffix, func in STAGES:
+    for label, suffix, funcs in STAGES:
         calls, cum = 0, 0.0
         for (path, _, name), (_, ncalls, _, ct, _) in table.items():
-            if name == func and path.endswith(suffix):
+            if name in ((funcs,) if isinstance(funcs, str) else funcs) and path.endswith(suffix):
                 calls, cum = calls + ncalls, cum + ct
         rows.append((label, calls, cum * 1e6 / handoffs))
     return rows

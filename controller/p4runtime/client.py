@@ -235,17 +235,24 @@ class P4RuntimeClient:
     # -- writes -------------------------------------------------------------------------------
 
     def write(self, updates: Iterable[tuple[UpdateType, Entity]], *, timeout: float | None = None) -> None:
-        """Send one Write batch; P4RuntimeError.updates says which updates failed (the rest applied)."""
-        self.write_begin(updates, timeout=timeout).result()
+        """Send one Write batch and wait for the answer on this thread (gRPC's blocking call: the answer wakes
+        this thread itself, where a future's wakes gRPC's channel thread first, which then wakes the waiter);
+        P4RuntimeError.updates says which updates failed (the rest applied)."""
+        request = self._write_request(updates)
+        if request.updates:
+            self._rpc("Write", self._stub.Write, request, timeout)
 
     def write_begin(self, updates: Iterable[tuple[UpdateType, Entity]], *,
                     timeout: float | None = None) -> "PendingWrite":
         """Send one Write batch without waiting: Writes to several switches then run at once."""
-        request = write_request(self.need_p4info, self.device_id, self.election_id, updates,
-                                lambda e: self._encoded.encode(self.need_p4info(), e))
+        request = self._write_request(updates)
         if not request.updates:
             return PendingWrite(None)
         return PendingWrite(self._stub.Write.future(request, timeout=self.timeout if timeout is None else timeout))
+
+    def _write_request(self, updates: Iterable[tuple[UpdateType, Entity]]) -> p4runtime_pb2.WriteRequest:
+        return write_request(self.need_p4info, self.device_id, self.election_id, updates,
+                             lambda e: self._encoded.encode(self.need_p4info(), e))
 
     def insert(self, entries: TableEntry | Sequence[TableEntry]) -> None:
         self.write((UpdateType.INSERT, e) for e in _as_list(entries))
@@ -391,7 +398,8 @@ class PendingWrite:
 
 
 class CompletedWrite:
-    """A Write made at once with the blocking call, answering like a PendingWrite (one switch: a future's answer would wait for its waiter to be scheduled)."""
+    """A Write made at once with the blocking call (`P4RuntimeClient.write`), answering like a PendingWrite (one
+    switch: a future's answer would wait for gRPC's channel thread, then for its waiter, to be scheduled)."""
 
     def __init__(self, client: Any, updates: list) -> None:
         self._error: P4RuntimeError | None = None
