@@ -3,11 +3,11 @@
 Connecting and watching run on the session's own threads, packet-ins are
 decoded on the stream's receiver thread (no reader thread in between); all
 of them only *post* events (`Connected`, `Lost`, `PacketInEvent`) to the
-daemon's queue; every
-write happens on the daemon's single thread, so the handoff state and the
-switches' state change in one order. A stream that ends (switch killed,
-restarted, or it dropped us) is noticed by the reader, reported as `Lost`,
-and the session reconnects with bounded exponential backoff.
+daemon's queue; every write happens on the daemon's single thread, so the
+handoff state and the switches' state change in one order. A stream that
+ends (switch killed, restarted, or it dropped us) is noticed at once by the
+session's watcher, reported as `Lost`, and the session reconnects with
+bounded exponential backoff.
 
 Pipeline: a switch already running our exact program (same cookie, see
 `p4handoff.controller.p4runtime.client.pipeline_cookie`) keeps it and its state —
@@ -128,11 +128,10 @@ class SwitchSession:
         if client.p4info is not None:
             client.stream.listen(functools.partial(self._packet_in, client))
         while not self._stop.is_set():
-            if not client.stream_alive:
+            if client.stream.wait_ended(0.2):        # at once when it ends; `stop()` within 0.2 s
                 reason = str(client.stream.failure or "stream ended").splitlines()[0]
                 self.post(Lost(self.sw.name, reason))
                 return
-            self._stop.wait(0.2)
 
     def _packet_in(self, client: P4RuntimeClient, proto: p4runtime_pb2.PacketIn) -> None:
         """One packet-in, decoded (with the pipeline the client has now: the daemon may push another after

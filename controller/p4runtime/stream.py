@@ -53,6 +53,10 @@ class StreamChannel:
     def alive(self) -> bool:
         return not self._ended.is_set()
 
+    def wait_ended(self, timeout: float) -> bool:
+        """Wait up to `timeout` s for the stream to end; True once it has."""
+        return self._ended.wait(timeout)
+
     def _requests(self) -> Iterator[p4runtime_pb2.StreamMessageRequest]:
         while True:
             item = self._outgoing.get()
