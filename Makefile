@@ -136,8 +136,8 @@ bench-pipeline-instructions: build ## the same comparison in instructions per pa
 bench-hosts: ## our TCP sender's goodput vs Linux TCP over one veth pair (needs root)
 	$(PY) bench/hosts_goodput.py
 
-bench-controller: build ## handoff completion time and handoff rate of the controller on BMv2 (needs root)
-	$(PY) bench/controller.py
+bench-controller: build ## handoff completion time and handoff rate of the controller on BMv2 (needs root); PROFILE=1: where the daemon's time goes per handoff instead (cProfile, per stage)
+	$(PY) bench/controller.py $(if $(PROFILE),--profile)
 
 bench-punt-flood: build ## where a punt flood's cost goes: bs2's registration p99 under a meter-dropped, parser-dropped and unswitched flood of bs1's cell (needs root; ~5 min); PUNT_ISOLATION=R: R repeats of the flood on shared and on split cores (~1 min each)
 	$(PY) bench/punt_flood_cost.py $(if $(PUNT_BUDGET),--budget $(PUNT_BUDGET)) $(if $(PUNT_ISOLATION),--isolation $(PUNT_ISOLATION))

@@ -39,6 +39,9 @@ Three simple_switch_grpc (gateway + 2 BSs, topo/testbed.py) and the real
 (the last three need only build/bs.p4info.txtpb, not BMv2)
 `--only buffer-path`: only the two buffer paths.
 `--smoke`: 3 handoffs, 20 registered MHs, 2 groups of 8, bursts of 64 (the test suite's check that it runs).
+`--profile`: the daemon of the single-MH and the handoffs/s runs is profiled (bench/ctl_profile.py), each
+  run's handoffs only; where its time goes is printed per stage in µs per handoff (`profile_single_us`,
+  `profile_rate_us`: the daemon loop's wall time per handoff, cProfile's overhead included).
 """
 from __future__ import annotations
 
@@ -56,6 +59,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
+from ctl_profile import phase_start, report  # noqa: E402
 from p4handoff.argtypes import whole_number  # noqa: E402
 from p4handoff.controller.p4runtime import P4Info, TableEntry, UpdateType  # noqa: E402
 from p4handoff.controller.p4runtime._protos import p4runtime_pb2  # noqa: E402
@@ -91,12 +95,15 @@ def buffer_packets(tb: Testbed, i: int, n: int, first_seq: int) -> None:
     tb.wait_for(lambda s: next(m for m in s["mobile_hosts"] if m["mh"] == mh_name(i))["buffer"] >= n, timeout=10)
 
 
-def completion_times(workdir: Path, handoffs: int) -> list[float]:
+def completion_times(workdir: Path, handoffs: int, profile: bool = False) -> list[float]:
     tb = Testbed(workdir, n_mobiles=1, hold_time_ms=50)
+    prof = workdir / "single.prof" if profile else None
     try:
         tb.start()
-        tb.start_controller()
+        tb.start_controller(profile=prof)
         tb.register(0, "bs1", 1)
+        if tb.controller is not None and prof is not None:
+            phase_start(tb.controller)
         cells = ["bs2", "bs1"]
         for k in range(handoffs):
             tb.ctl({"cmd": "detach", "mh": "mh1"})
@@ -105,6 +112,10 @@ def completion_times(workdir: Path, handoffs: int) -> list[float]:
             wait_handoffs(tb, k + 1, 10)
             for port in tb.hosts.values():
                 port.drain()
+        if prof is not None:
+            tb.stop_controller()
+            print(f"profile_single_us: {report(f'single MH, {BUFFERED} packets buffered', prof, handoffs):.0f}")
+            return [d["duration_ms"] for d in Testbed.log_events_of(tb.log_path, "handoff_active")]
         status_ms = []
         for _ in range(STATUS_ROUNDS):
             t0 = time.perf_counter()
@@ -136,23 +147,29 @@ def flush_full_buffer(workdir: Path) -> tuple[float, float]:
         tb.close()
 
 
-def handoff_rate(workdir: Path, n_mobiles: int, movers: int) -> float:
+def handoff_rate(workdir: Path, n_mobiles: int, movers: int, profile: bool = False) -> float:
     # its 1,000 MHs register in one cell within a second: far above a cell's punt budget (default 100/s)
     tb = Testbed(workdir, n_mobiles=n_mobiles, hold_time_ms=200, punt_budget={"packets_per_s": 10_000, "burst": 2_000})
+    prof = workdir / "rate.prof" if profile else None
     try:
         tb.start()
-        tb.start_controller(timeout=120)
+        tb.start_controller(timeout=120, profile=prof)
         for i in range(n_mobiles):
             tb.register(i, "bs1", 1, wait_reply=0)
             if i % 100 == 99:
                 time.sleep(0.05)                  # keep the punt queue of one BMv2 port from overflowing
         tb.wait_for(lambda s: sum(m["phase"] == "attached" for m in s["mobile_hosts"]) == n_mobiles, timeout=300)
         base = len(tb.log_events("handoff_active"))
+        if tb.controller is not None and prof is not None:
+            phase_start(tb.controller)
         for i in range(movers):
             tb.register(i, "bs2", 2, wait_reply=0)
         done = wait_handoffs(tb, base + movers, 120)[base:]
         starts = [e for e in tb.log_events("handoff_start")][-movers:]
         elapsed = max(d["ts"] for d in done) - min(s["ts"] for s in starts)
+        if prof is not None:
+            tb.stop_controller()
+            print(f"profile_rate_us: {report(f'{n_mobiles} MHs, {movers} move at once', prof, movers):.0f}")
         return movers / elapsed
     finally:
         tb.close()
@@ -319,6 +336,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=whole_number(1), default=7, help="buffer path bursts (medians)")
     ap.add_argument("--only", choices=("buffer-path",), help="run only this part (the buffer path, both kinds)")
     ap.add_argument("--smoke", action="store_true", help="3 handoffs, 20 MHs, 10 movers, 2 groups of 8 (tests)")
+    ap.add_argument("--profile", action="store_true",
+                    help="only the single-MH and handoffs/s runs, their daemon profiled (module doc)")
     args = ap.parse_args()
     if args.smoke:
         args.handoffs, args.mobiles, args.movers = 3, 20, 10
@@ -343,6 +362,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="p4h-bench-ctl-") as tmp:
         tmp_path = Path(tmp)
         print(f"load_at_start: {os.getloadavg()[0]:.2f}")
+        if args.profile:
+            profiled(tmp_path, args)
+            print(f"load_at_end: {os.getloadavg()[0]:.2f}")
+            return 0
         if args.only != "buffer-path":
             figures(tmp_path, args)
         for service in (False, True):
@@ -354,6 +377,13 @@ def main() -> int:
             print(f"buffer_path_vs_pipeline{tag}: {ratio:.3f}")
         print(f"load_at_end: {os.getloadavg()[0]:.2f}")
     return 0
+
+
+def profiled(tmp_path: Path, args: argparse.Namespace) -> None:
+    """The single-MH and handoffs/s runs with the daemon profiled (`--profile`)."""
+    times = completion_times(tmp_path / "a", args.handoffs, profile=True)
+    print(f"handoff_p99_ms: {percentile(times, 99):.2f}")
+    print(f"handoffs_per_s: {handoff_rate(tmp_path / 'c', args.mobiles, args.movers, profile=True):.1f}")
 
 
 def figures(tmp_path: Path, args: argparse.Namespace) -> None:

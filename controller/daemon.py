@@ -437,6 +437,11 @@ class Daemon:
         """`first` and the packet-ins already queued behind it (at most MAX_BATCH), handled one by one in
         arrival order, their effects flushed together: registrations sent together share Writes."""
         batch = self._batch()
+        with self.replay.deferred():        # the batch's accepted registrations: one write (and fsync)
+            self._collect_packet_ins(first, batch)
+        self._flush(batch)                  # replies and notifications only now: journaled before they leave
+
+    def _collect_packet_ins(self, first: PacketInEvent, batch: EffectBatch) -> None:
         ev: object = first
         for _ in range(MAX_BATCH):
             if not isinstance(ev, PacketInEvent):
@@ -453,7 +458,6 @@ class Daemon:
                 break
         else:
             self._held.appendleft(ev)
-        self._flush(batch)
 
     def _on_packet_in(self, ev: PacketInEvent, batch: EffectBatch) -> None:
         if ev.client is not self.sessions[ev.switch].client:

@@ -13,7 +13,9 @@ Guarantees (docs/controller.md, "Group handoffs"), for each input's list:
   has been applied (its step's Writes, and all earlier steps, returned);
 - a route change is written only after every effect before it in its list
   (writes to another switch, packets) has been written or sent, so the
-  state machine's "downstream first" orders still hold;
+  state machine's "downstream first" orders still hold; except that one marked
+  `with_previous` (the state machine's word that no order is needed) shares the
+  step of the route change just before it, to another switch;
 - the inputs of one MH keep their order: a later input starts where the
   earlier one ended (an input whose MH is unknown starts after every earlier
   input);
@@ -102,7 +104,7 @@ class EffectBatch:
         for e in effects:
             if isinstance(e, SetRoute):
                 key = (e.switch, e.addr)
-                if after_packets or (switch is not None and switch != e.switch):
+                if after_packets or (switch is not None and switch != e.switch and not e.with_previous):
                     level += 1
                     after_packets = False
                 self._level(level)

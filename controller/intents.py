@@ -52,11 +52,15 @@ RouteAction = Deliver | Forward | Tunnel | Punt
 
 @dataclass(frozen=True)
 class SetRoute:
-    """Make `switch` do `action` for `addr` (None: remove the host route)."""
+    """Make `switch` do `action` for `addr` (None: remove the host route).
+
+    `with_previous`: no order against the route change just before it in its list (another switch's): the
+    two may be written at once, in one step (effect_batch.py). Effects after both still wait for both."""
 
     switch: str
     addr: str
     action: RouteAction | None
+    with_previous: bool = False
 
 
 @dataclass(frozen=True)

@@ -115,18 +115,24 @@ class IpfHandoff:
                                    "buffer": len(self.state.pool[st.host.name]),
                                    "release": "tunnel" if st.release_tunnel else "direct",
                                    "queued_ms": round((now - st.started) * 1000, 3)})
-        # the gateway first: its marker's round trip is the longest step, so it starts first
+        # The gateway's divert, the old BS's (leave, just before) and the new BS's delivery are written at once
+        # (`with_previous`): nothing reaches the new BS for the MH but the releases, which follow all three, and
+        # the gateway's marker leaves only once both diverting switches divert. Its round trip is the longest
+        # step, so it is the first packet out.
+        marker_via: str | None = None
         if self.state.gw not in st.diverts:
             prev = self.state.routes.get(self.state.gw, home)
-            self.state.routes.set(fx, self.state.gw, home, Punt())
+            self.state.routes.set(fx, self.state.gw, home, Punt(), with_previous=True)
             st.diverts.add(self.state.gw)
             self.log("gateway_diverted", {"mh": st.host.name, "was": getattr(prev, "peer", None)})
             if isinstance(prev, Forward) and prev.peer in st.diverts:
-                fx += self.gateway_marker(st, prev.peer, now)
+                marker_via = prev.peer
         if bs not in st.diverts:                   # before any release reaches it
-            self.state.routes.set(fx, bs, home, Deliver(port, mac))
+            self.state.routes.set(fx, bs, home, Deliver(port, mac), with_previous=True)
             st.holds.pop(bs, None)
             self.log("delivery_installed", {"mh": st.host.name, "bs": bs, "port": port})
+        if marker_via is not None:
+            fx += self.gateway_marker(st, marker_via, now)
         fx += self.drain(st)
         if st.since_drain:
             fx += self.drain_marker(st, now)      # overlaps with the gateway marker's round trip

@@ -26,8 +26,10 @@ class RouteTable:
     def __init__(self, switches: Iterable[str]) -> None:
         self._tables: dict[str, dict[str, RouteAction]] = {s: {} for s in switches}
 
-    def set(self, fx: list[Effect], switch: str, addr: str, action: RouteAction | None) -> None:
-        """Record the wanted route and emit a SetRoute into `fx` only if it changes."""
+    def set(self, fx: list[Effect], switch: str, addr: str, action: RouteAction | None,
+            with_previous: bool = False) -> None:
+        """Record the wanted route and emit a SetRoute into `fx` only if it changes (`with_previous`: see
+        SetRoute)."""
         table = self._tables[switch]
         if table.get(addr) == action:
             return
@@ -35,7 +37,7 @@ class RouteTable:
             del table[addr]
         else:
             table[addr] = action
-        fx.append(SetRoute(switch, addr, action))
+        fx.append(SetRoute(switch, addr, action, with_previous))
 
     def get(self, switch: str, addr: str) -> RouteAction | None:
         return self._tables[switch].get(addr)

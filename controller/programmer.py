@@ -24,6 +24,7 @@ from p4handoff.controller.tofino import TnaQueues
 from p4handoff.wire import TABLE_SIZES, load_constants
 
 _C = load_constants()
+ROUTE_MEMO = 65_536      # route entries and keys remembered (then it starts over): a few per MH and switch
 # a buffer port is a peer port to the pipeline: marks are trusted only from the address `ipf_peer` names on it
 PORT_ROLE = {"core": _C["PORT_ROLE_CORE"], PORT_ACCESS: _C["PORT_ROLE_ACCESS"], PORT_PEER: _C["PORT_ROLE_PEER"],
              PORT_BUFFER: _C["PORT_ROLE_PEER"]}
@@ -61,6 +62,8 @@ class Programmer:
         self.aqm_entries = aqm_builder(target, queues)
         self.net = net
         self.target = target
+        self._routes: dict[tuple[str, str, RouteAction], TableEntry] = {}     # route_entry's memo
+        self._keys: dict[str, TableEntry] = {}
 
     # ---------------------------------------------------------------- static state
 
@@ -147,7 +150,17 @@ class Programmer:
     # ---------------------------------------------------------------- mobility routes
 
     def route_entry(self, name: str, addr: str, action: RouteAction) -> TableEntry:
-        """The /32 `ipv4_fwd` entry that makes switch `name` do `action` for `addr`."""
+        """The /32 `ipv4_fwd` entry that makes switch `name` do `action` for `addr`: one object per
+        (switch, address, action), so a client encodes it once (p4runtime.client.EncodedEntries)."""
+        memo = (name, addr, action)
+        entry = self._routes.get(memo)
+        if entry is None:
+            if len(self._routes) >= ROUTE_MEMO:
+                self._routes = {}
+            entry = self._routes[memo] = self._route_entry(name, addr, action)
+        return entry
+
+    def _route_entry(self, name: str, addr: str, action: RouteAction) -> TableEntry:
         sw = self._sw(name)
         if isinstance(action, Deliver):
             return self._host_route(addr, "deliver", {"port": action.port, "src_mac": mac(self._src_mac(sw, action.port)),
@@ -175,7 +188,12 @@ class Programmer:
 
     def route_key(self, addr: str) -> TableEntry:
         """A match-only entry addressing the /32 of `addr` (for deletes)."""
-        return TableEntry(T_FWD, {"dst_addr": (ip(addr), 32)})
+        key = self._keys.get(addr)
+        if key is None:
+            if len(self._keys) >= ROUTE_MEMO:
+                self._keys = {}
+            key = self._keys[addr] = TableEntry(T_FWD, {"dst_addr": (ip(addr), 32)})
+        return key
 
     def decode_route(self, name: str, entry: TableEntry) -> tuple[str, RouteAction] | None:
         """(address, action) of a /32 `ipv4_fwd` entry this programmer could have written, else None."""

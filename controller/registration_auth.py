@@ -164,6 +164,7 @@ class RegistrationGuard:
                  clock: Callable[[], float] = time.time, tick: Callable[[], float] = time.monotonic) -> None:
         """`clock`: the wall clock identifications are checked against; `tick`: the rate limits' clock."""
         self.net, self.keys, self.clock = net, keys, clock
+        self._by_address = {m.address: m for m in net.mobile_hosts}     # Network.mobile scans: O(MHs) each
         self.journal = journal if journal is not None else ReplayJournal(None)
         self.rejected = dict.fromkeys(KINDS, 0)
         self.replies_suppressed = 0          # refusals not answered: their port's reply budget was spent
@@ -188,8 +189,8 @@ class RegistrationGuard:
         """None: authenticated and fresh, on to Mobility. Otherwise the refusal's effects (a reply or nothing)."""
         if self.keys is None:
             return None
-        mh = self.net.mobile(req.home_address)
-        host = self.keys.get(mh.name) if mh is not None and mh.address == req.home_address else None
+        mh = self._by_address.get(req.home_address)
+        host = self.keys.get(mh.name) if mh is not None else None
         if mh is None or host is None:
             return self._refuse("unknown_mh", None, switch, port, src_mac, src_addr, src_port, req)
         why = verify(payload, REQUEST_SIZE, host)
@@ -206,7 +207,7 @@ class RegistrationGuard:
         """Mobility's answer to an authenticated request: its replies signed, the bound moved if it accepted."""
         if self.keys is None:
             return effects
-        mh = self.net.mobile(req.home_address)
+        mh = self._by_address.get(req.home_address)
         host = self.keys.get(mh.name) if mh is not None else None
         if host is None:
             return effects

@@ -7,7 +7,8 @@ request captured before the restart (still inside the clock-skew window,
 or from an MH whose clock is off) would be accepted again. So every
 accepted identification is appended here (one `write(2)` on an O_APPEND
 descriptor, as the spool does: a `kill -9` right after loses nothing;
-`spool_fsync` adds an fsync) before the reply leaves, and read back at start.
+`spool_fsync` adds an fsync; a batch of registrations handled together is
+one write and one fsync, `deferred`) before the reply leaves, and read back at start.
 
 The same file holds the notification sequence (`NotificationSequence`):
 receivers drop a (MH, seq) they have seen (docs/wire-contract.md), so a
@@ -26,6 +27,8 @@ from __future__ import annotations
 import os
 import struct
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from p4handoff.controller.spool import open_locked, replace_locked
@@ -64,6 +67,7 @@ class ReplayJournal:
         self.fsync = fsync
         self._fd: int | None = None
         self.bounds: dict[str, int] = {}
+        self._deferred: bytearray | None = None     # records of a `deferred()` block, not yet written
 
     def open(self) -> dict[str, int]:
         if self.path is None:
@@ -88,7 +92,27 @@ class ReplayJournal:
         self.bounds[mh] = ident
         if self._fd is None:
             return
-        data = _record(mh, ident)
+        if self._deferred is not None:
+            self._deferred += _record(mh, ident)
+            return
+        self._write(_record(mh, ident))
+
+    @contextmanager
+    def deferred(self) -> Iterator[None]:
+        """Records made inside the block are written at its end in one write, with one fsync under
+        `spool_fsync` (a batch of registrations: one, not one per registration). The caller sends no reply
+        or notification that a record inside stands for until the block has ended (the daemon sends its
+        batch's effects after it), so "journaled before the reply leaves" still holds."""
+        self._deferred = bytearray()
+        try:
+            yield
+        finally:
+            data, self._deferred = bytes(self._deferred), None
+            if data:
+                self._write(data)
+
+    def _write(self, data: bytes) -> None:
+        assert self._fd is not None
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view):]

@@ -1,11 +1,13 @@
 """One P4Runtime session per switch: connect, win mastership, keep or push the pipeline, read packet-ins.
 
-Connecting and reading run on the session's own threads and only *post*
-events (`Connected`, `Lost`, `PacketInEvent`) to the daemon's queue; every
-write happens on the daemon's single thread, so the handoff state and the
-switches' state change in one order. A stream that ends (switch killed,
-restarted, or it dropped us) is noticed by the reader, reported as `Lost`,
-and the session reconnects with bounded exponential backoff.
+Connecting and watching run on the session's own threads, packet-ins are
+decoded on the stream's receiver thread (no reader thread in between); all
+of them only *post* events (`Connected`, `Lost`, `PacketInEvent`) to the
+daemon's queue; every write happens on the daemon's single thread, so the
+handoff state and the switches' state change in one order. A stream that
+ends (switch killed, restarted, or it dropped us) is noticed at once by the
+session's watcher, reported as `Lost`, and the session reconnects with
+bounded exponential backoff.
 
 Pipeline: a switch already running our exact program (same cookie, see
 `p4handoff.controller.p4runtime.client.pipeline_cookie`) keeps it and its state —
@@ -24,7 +26,9 @@ from typing import Callable
 
 from p4handoff.controller.network import Switch
 from p4handoff.controller.p4runtime import ClientTls, P4Info, P4InfoError, P4RuntimeClient, P4RuntimeError, PacketIn
+from p4handoff.controller.p4runtime._protos import p4runtime_pb2
 from p4handoff.controller.p4runtime.client import pipeline_cookie
+from p4handoff.controller.p4runtime.entities import decode_packet_in
 
 
 @dataclass(frozen=True)
@@ -117,23 +121,28 @@ class SwitchSession:
             self._connecting.release()
 
     def _read_loop(self, client: P4RuntimeClient) -> None:
+        """Hand the stream's packet-ins to the daemon once the pipeline is known, then watch for the end."""
+        while client.p4info is None and client.stream_alive and not self._stop.is_set():
+            # packet-ins wait in the stream's queue until the daemon has fetched or pushed the pipeline
+            self._stop.wait(0.01)
+        if client.p4info is not None:
+            client.stream.listen(functools.partial(self._packet_in, client))
         while not self._stop.is_set():
-            if not client.stream_alive:
+            if client.stream.wait_ended(0.2):        # at once when it ends; `stop()` within 0.2 s
                 reason = str(client.stream.failure or "stream ended").splitlines()[0]
                 self.post(Lost(self.sw.name, reason))
                 return
-            if client.p4info is None:
-                # packet-ins wait in the stream's queue until the daemon has fetched or pushed the pipeline
-                self._stop.wait(0.01)
-                continue
-            try:
-                pkt = client.packet_in(timeout=0.2)
-            except (P4RuntimeError, P4InfoError, ValueError) as exc:   # one undecodable packet-in
-                self.last_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                self.post(BadPacketIn(self.sw.name, self.last_error))
-                continue
-            if pkt is not None:
-                self.post(PacketInEvent(self.sw.name, pkt, client, time.monotonic()))
+
+    def _packet_in(self, client: P4RuntimeClient, proto: p4runtime_pb2.PacketIn) -> None:
+        """One packet-in, decoded (with the pipeline the client has now: the daemon may push another after
+        the first was fetched) and posted, on the stream's receiver thread (StreamChannel.listen)."""
+        try:
+            pkt = decode_packet_in(client.need_p4info(), proto)
+        except (P4RuntimeError, P4InfoError, ValueError) as exc:   # one undecodable packet-in
+            self.last_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            self.post(BadPacketIn(self.sw.name, self.last_error))
+            return
+        self.post(PacketInEvent(self.sw.name, pkt, client, time.monotonic()))
 
     def reconnect(self) -> None:
         """Called by the daemon after `Lost`: drop the dead client, connect again in the background."""

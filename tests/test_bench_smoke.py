@@ -24,7 +24,7 @@ from p4handoff.netns import unavailable_reason
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench"
-HELPERS = {"bmv2_bench.py"}          # modules the scripts import, not benchmarks
+HELPERS = {"bmv2_bench.py", "ctl_profile.py"}          # modules the scripts import, not benchmarks
 
 
 def needs_bmv2() -> str | None:
@@ -102,3 +102,19 @@ def test_smoke(script: str, tmp_path: Path) -> None:
     assert [f for f in figures if f not in printed] == [], done.stdout
     if script == "spool.py":
         assert len(re.findall(r"us per packet", done.stdout)) == 3, done.stdout
+
+
+@pytest.mark.slow
+def test_controller_profile_smoke(tmp_path: Path) -> None:
+    """`bench/controller.py --profile`: the daemon's own profile, per stage, of both profiled runs."""
+    if reason := needs_bmv2():
+        pytest.skip(f"controller.py --profile: {reason}")
+    env = {**os.environ, "P4HANDOFF_BUILD": str(REPO / "build")}
+    done = subprocess.run([sys.executable, str(BENCH / "controller.py"), "--smoke", "--profile"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = dict(re.findall(r"^(\w+): (.+)$", done.stdout, re.M))
+    assert float(printed["profile_single_us"]) > 0 and float(printed["profile_rate_us"]) > 0, done.stdout
+    # the registrations were seen in the profiled phase (SIGUSR1 cleared only what came before)
+    registrations = re.findall(r"^# +registration: parse, authenticate, decide +(\d+)", done.stdout, re.M)
+    assert [int(n) for n in registrations] == [3, 10], done.stdout

@@ -120,8 +120,8 @@ def test_handoff_delivers_every_buffered_packet_in_order_priority_marked_over_th
     assert "10.0.1.1" not in f.tables["bs1"]               # hold time (500 ms) over
     [(mh, duration)] = f.completed            # registration processed → final routes applied
     assert mh == "mh1" and f.write * 3 <= duration < 0.1
-    assert events(logs) == ["attached", "detached", "notified", "handoff_start", "gateway_diverted", "marker_sent",
-                            "delivery_installed", "flush", "marker_sent", "marker_returned", "marker_returned",
+    assert events(logs) == ["attached", "detached", "notified", "handoff_start", "gateway_diverted",
+                            "delivery_installed", "marker_sent", "flush", "marker_sent", "marker_returned", "marker_returned",
                             "notified", "rerouted", "handoff_complete", "hold_expired"]
     kinds = [(e, fl.get("kind")) for e, fl in logs if e.startswith("marker")]
     # the drain marker follows the flush at once, overlapping the gateway marker's round trip

@@ -185,3 +185,13 @@ def test_every_entry_encodes_against_the_real_p4info_and_reads_back_equal():
                 (e.table, dict(e.match), e.action, dict(e.params), e.priority), e
     normalize(p4info, P.ipf_config())
 
+
+
+def test_a_route_entry_is_one_object_per_switch_address_and_action():
+    """Programmer.route_entry's memo: a client's Writes encode an object once (EncodedEntries)."""
+    p = Programmer(NET)
+    addr = NET.mobile_hosts[0].address
+    assert p.route_entry("bs1", addr, Punt()) is p.route_entry("bs1", addr, Punt())
+    assert p.route_entry("bs2", addr, Punt()) is not p.route_entry("bs1", addr, Punt())
+    assert p.route_entry("bs1", addr, Punt()) == Programmer(NET).route_entry("bs1", addr, Punt())
+    assert p.route_key(addr) is p.route_key(addr)

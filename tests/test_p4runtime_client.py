@@ -19,7 +19,7 @@ import pytest
 from p4handoff.controller.p4runtime import (CounterValue, EncodingError, P4Info, P4InfoError, P4RuntimeClient,
                                   P4RuntimeError, TableEntry, UpdateType, default_election_id, encode_value)
 from p4handoff.controller.p4runtime._protos import p4info_pb2, p4runtime_pb2
-from p4handoff.controller.p4runtime.client import packet_out_message
+from p4handoff.controller.p4runtime.client import EncodedEntries, packet_out_message, write_request
 from p4handoff.controller.p4runtime.entities import (counter_entry, decode_packet_in, encode_packet_out,
                                            encode_table_entry, normalize, register_entry)
 
@@ -570,3 +570,19 @@ def test_a_switch_that_cannot_start_is_reported_with_its_log(tmp_path):
     with pytest.raises(Bmv2Error, match="port 1: interface 'p4hnosuchif' does not exist in the root namespace"):
         sw.start()
     assert sw.pid is None
+
+
+def test_a_write_encodes_each_entry_object_once_and_the_same_as_by_names(info):
+    """EncodedEntries: the memo a client's Writes encode through; a request built through it is byte for byte
+    the one built by names, an entry object met again is not encoded again, another P4Info starts over."""
+    a = TableEntry("ipv4_lpm", {"hdr.ipv4.dst_addr": "10.0.1.0/24"}, "set_nexthop", {"port": 3, "dmac": 2})
+    b = TableEntry("ipv4_lpm", {"hdr.ipv4.dst_addr": "10.0.2.0/24"}, "set_nexthop", {"port": 4, "dmac": 5})
+    memo = EncodedEntries()
+    updates = [(UpdateType.INSERT, a), (UpdateType.MODIFY, b), (UpdateType.DELETE, a)]
+    by_names = write_request(lambda: info, 1, (0, 1), updates).SerializeToString()
+    assert write_request(lambda: info, 1, (0, 1), updates, lambda e: memo.encode(info, e)).SerializeToString() \
+        == by_names
+    assert memo.encode(info, a) is memo.encode(info, a)
+    other = build_p4info()
+    assert memo.encode(other, a) is not memo.encode(info, a)
+    assert memo.encode(info, a).SerializeToString() == encode_table_entry(info, a).SerializeToString()

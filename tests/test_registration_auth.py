@@ -296,3 +296,23 @@ def test_ctl_keys_writes_a_key_per_host_and_keeps_existing_ones(tmp_path, capsys
     os.chmod(out, 0o604)
     assert main(["ctl", "keys", "--network", str(EXAMPLE), "--out", str(out)]) == 3
     assert "chmod 600" in capsys.readouterr().err
+
+
+def test_a_deferred_batch_is_journaled_in_one_write_at_its_end(tmp_path):
+    """ReplayJournal.deferred (the daemon's batch of registrations): nothing reaches the file inside the block,
+    every bound does at its end, in one write; a reopen sees them all, as it does without the block."""
+    path = tmp_path / "ctl.replay"
+    j = ReplayJournal(path, fsync=True)
+    j.open()
+    size = path.stat().st_size
+    with j.deferred():
+        j.advance(MH1.name, 5)
+        j.advance("mh2", 9)
+        j.advance(MH1.name, 4)                          # below the bound: ignored, as always
+        assert j.bound(MH1.name) == 5 and path.stat().st_size == size     # in memory, not yet on disk
+    assert path.stat().st_size > size
+    j.advance("mh3", 1)                                 # outside a block: written at once
+    j.close()
+    j2 = ReplayJournal(path)
+    assert j2.open() == {MH1.name: 5, "mh2": 9, "mh3": 1}
+    j2.close()

@@ -20,7 +20,8 @@ POLL_INTERVAL = 0.2   # seconds between status requests while the daemon starts
 
 def launch_controller(network: Path, *, socket_path: str, log: Path, stderr: Path, sandbox: Sandbox,
                       netns: Namespace | None = None, timeout: float = 60.0,
-                      startup_timeout: float | None = None, switches_timeout: float | None = None) -> subprocess.Popen:
+                      startup_timeout: float | None = None, switches_timeout: float | None = None,
+                      profile: Path | None = None) -> subprocess.Popen:
     """Start the daemon on `network` and return it once it serves with every switch up.
 
     It runs in `netns` (else the root namespace) in a process group of its own,
@@ -31,11 +32,13 @@ def launch_controller(network: Path, *, socket_path: str, log: Path, stderr: Pat
     `switches_timeout` bounds the switches' wait from the daemon's first answer
     instead, however long a loaded machine took to start it. `startup_timeout`
     is the daemon's `--startup-timeout` (how long it waits for its switches
-    before it serves; its default where None).
+    before it serves; its default where None); `profile` its `--profile`.
     """
     args = [sys.executable, "-m", "p4handoff", "ctl", "run", "--network", str(network), "--log", str(log)]
     if startup_timeout is not None:
         args += ["--startup-timeout", str(startup_timeout)]
+    if profile is not None:
+        args += ["--profile", str(profile)]
     with open(stderr, "ab") as out:
         if netns is not None:
             proc = sandbox.start(netns, args, stdout=out, stderr=out)

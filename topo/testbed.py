@@ -301,14 +301,17 @@ class Testbed:
         else:
             self.sandbox.stop(proc, timeout=10)
 
-    def start_controller(self, network: Path | None = None, timeout: float = 60.0) -> subprocess.Popen:
+    def start_controller(self, network: Path | None = None, timeout: float = 60.0,
+                         profile: Path | None = None) -> subprocess.Popen:
         """`p4handoff ctl run` in the fabric namespace; returns once it serves with every switch up
-        (the buffer service first, if the testbed has one and it is not running)."""
+        (the buffer service first, if the testbed has one and it is not running); `profile`: its cProfile
+        stats are written there when it stops."""
         if self.buffer_service and self.bufsvc is None:
             self.start_bufsvc()
         self.controller = launch_controller(network or self.network_path, socket_path=self.socket_path,
                                             log=self.log_path, stderr=self.workdir / "controller.stderr",
-                                            sandbox=self.sandbox, netns=self.fab, timeout=timeout)
+                                            sandbox=self.sandbox, netns=self.fab, timeout=timeout,
+                                            profile=profile)
         return self.controller
 
     def stop_controller(self, kill: bool = False) -> int | None:

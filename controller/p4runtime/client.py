@@ -39,8 +39,10 @@ _MAX_MESSAGE = 256 * 1024 * 1024
 
 
 def write_request(p4info: Callable[[], P4Info], device_id: int, election_id: tuple[int, int],
-                  updates: Iterable[tuple[UpdateType, Entity]]) -> p4runtime_pb2.WriteRequest:
-    """One Write batch as sent: TableEntry objects encoded by P4Info names (`p4info` is asked only if needed).
+                  updates: Iterable[tuple[UpdateType, Entity]],
+                  encode: Callable[[TableEntry], p4runtime_pb2.TableEntry] | None = None) -> p4runtime_pb2.WriteRequest:
+    """One Write batch as sent: TableEntry objects encoded by P4Info names (`p4info` is asked only if needed),
+    or by `encode` (the client's memo of entries it encoded before).
 
     CONTINUE_ON_ERROR (P4Runtime's default, stated): a failing update does not stop the others; the
     switch answers each update with its own status (P4RuntimeError.updates lists the failed ones)."""
@@ -49,10 +51,35 @@ def write_request(p4info: Callable[[], P4Info], device_id: int, election_id: tup
     for kind, entity in updates:
         update = request.updates.add(type=UpdateType(kind))
         if isinstance(entity, TableEntry):
-            update.entity.table_entry.CopyFrom(encode_table_entry(p4info(), entity))
+            update.entity.table_entry.CopyFrom(encode(entity) if encode is not None
+                                               else encode_table_entry(p4info(), entity))
         else:
             update.entity.CopyFrom(entity)
     return request
+
+
+ENCODED_MEMO = 65_536     # entries whose protos a client keeps (then it starts over)
+
+
+class EncodedEntries:
+    """Protos of the TableEntry objects written before, by identity (each kept alive here, so its id is not
+    reused). The controller writes the same few route entries of each MH again and again (Programmer
+    memoizes them), and encoding by P4Info names is most of a Write's cost on the controller's side.
+    TableEntry objects are never changed after they are made (nothing in the package assigns to one)."""
+
+    def __init__(self) -> None:
+        self._protos: dict[int, tuple[TableEntry, p4runtime_pb2.TableEntry]] = {}
+        self._p4info: P4Info | None = None
+
+    def encode(self, p4info: P4Info, entry: TableEntry) -> p4runtime_pb2.TableEntry:
+        if p4info is not self._p4info or len(self._protos) >= ENCODED_MEMO:
+            self._protos, self._p4info = {}, p4info         # another pipeline: other ids
+        hit = self._protos.get(id(entry))
+        if hit is not None:
+            return hit[1]
+        proto = encode_table_entry(p4info, entry)
+        self._protos[id(entry)] = (entry, proto)
+        return proto
 
 
 def default_election_id() -> tuple[int, int]:
@@ -100,6 +127,7 @@ class P4RuntimeClient:
         self.p4info = p4info
         self._packet_out_headers: dict[tuple[tuple[str, Any], ...], bytes] = {}
         self._packet_out_info: P4Info | None = None     # the P4Info those headers were encoded with
+        self._encoded = EncodedEntries()
         options = [("grpc.max_send_message_length", _MAX_MESSAGE), ("grpc.max_receive_message_length", _MAX_MESSAGE)]
         if tls is None:
             self._channel = grpc.insecure_channel(address, options=options)
@@ -207,16 +235,24 @@ class P4RuntimeClient:
     # -- writes -------------------------------------------------------------------------------
 
     def write(self, updates: Iterable[tuple[UpdateType, Entity]], *, timeout: float | None = None) -> None:
-        """Send one Write batch; P4RuntimeError.updates says which updates failed (the rest applied)."""
-        self.write_begin(updates, timeout=timeout).result()
+        """Send one Write batch and wait for the answer on this thread (gRPC's blocking call: the answer wakes
+        this thread itself, where a future's wakes gRPC's channel thread first, which then wakes the waiter);
+        P4RuntimeError.updates says which updates failed (the rest applied)."""
+        request = self._write_request(updates)
+        if request.updates:
+            self._rpc("Write", self._stub.Write, request, timeout)
 
     def write_begin(self, updates: Iterable[tuple[UpdateType, Entity]], *,
                     timeout: float | None = None) -> "PendingWrite":
         """Send one Write batch without waiting: Writes to several switches then run at once."""
-        request = write_request(self.need_p4info, self.device_id, self.election_id, updates)
+        request = self._write_request(updates)
         if not request.updates:
             return PendingWrite(None)
         return PendingWrite(self._stub.Write.future(request, timeout=self.timeout if timeout is None else timeout))
+
+    def _write_request(self, updates: Iterable[tuple[UpdateType, Entity]]) -> p4runtime_pb2.WriteRequest:
+        return write_request(self.need_p4info, self.device_id, self.election_id, updates,
+                             lambda e: self._encoded.encode(self.need_p4info(), e))
 
     def insert(self, entries: TableEntry | Sequence[TableEntry]) -> None:
         self.write((UpdateType.INSERT, e) for e in _as_list(entries))
@@ -362,7 +398,8 @@ class PendingWrite:
 
 
 class CompletedWrite:
-    """A Write made at once with the blocking call, answering like a PendingWrite (one switch: a future's answer would wait for its waiter to be scheduled)."""
+    """A Write made at once with the blocking call (`P4RuntimeClient.write`), answering like a PendingWrite (one
+    switch: a future's answer would wait for gRPC's channel thread, then for its waiter, to be scheduled)."""
 
     def __init__(self, client: Any, updates: list) -> None:
         self._error: P4RuntimeError | None = None

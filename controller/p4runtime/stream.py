@@ -3,7 +3,8 @@
 gRPC's bidirectional stream is a blocking iterator on both sides, so one
 receiver thread drains it: arbitration updates set the primary flag (another
 client may take over or hand back mastership at any time), packet-ins go to
-a bounded queue (oldest dropped and counted when nobody reads), StreamError
+a bounded queue (oldest dropped and counted when nobody reads) or, once a
+listener is set (`listen`), straight to it on the receiver thread; StreamError
 messages (e.g. a rejected packet-out) are kept for the caller. When the
 stream ends without `close()` — the switch died or restarted — `alive`
 turns False and `failure` says why, which is how a controller notices.
@@ -14,7 +15,7 @@ import collections
 import logging
 import queue
 import threading
-from typing import Iterator
+from typing import Callable, Iterator
 
 import grpc
 
@@ -38,6 +39,8 @@ class StreamChannel:
         self.errors: collections.deque[p4runtime_pb2.StreamError] = collections.deque(maxlen=100)
         self.packet_ins_dropped = 0
         self._packets: queue.Queue[p4runtime_pb2.PacketIn] = queue.Queue(maxsize=packet_in_capacity)
+        self._listener: Callable[[p4runtime_pb2.PacketIn], None] | None = None
+        self._listening = threading.Lock()      # held while packet-ins are queued, drained or handed on
         self._outgoing: queue.Queue[object] = queue.Queue()
         self._arbitrated = threading.Event()
         self._ended = threading.Event()
@@ -49,6 +52,10 @@ class StreamChannel:
     @property
     def alive(self) -> bool:
         return not self._ended.is_set()
+
+    def wait_ended(self, timeout: float) -> bool:
+        """Wait up to `timeout` s for the stream to end; True once it has."""
+        return self._ended.wait(timeout)
 
     def _requests(self) -> Iterator[p4runtime_pb2.StreamMessageRequest]:
         while True:
@@ -82,10 +89,14 @@ class StreamChannel:
             self.arbitration_status = f"{code_pb2.Code.Name(status.code)}: {status.message}"
             self._arbitrated.set()
         elif kind == "packet":
-            if self._packets.full():
-                self._packets.get_nowait()
-                self.packet_ins_dropped += 1
-            self._packets.put_nowait(msg.packet)
+            with self._listening:
+                if self._listener is not None:
+                    self._listener(msg.packet)
+                    return
+                if self._packets.full():
+                    self._packets.get_nowait()
+                    self.packet_ins_dropped += 1
+                self._packets.put_nowait(msg.packet)
         elif kind == "error":
             self.errors.append(msg.error)
             log.warning("device %d: stream error %s: %s", self.device_id,
@@ -111,6 +122,18 @@ class StreamChannel:
         if not self.alive:
             raise self.failure or P4RuntimeError("StreamChannel", grpc.StatusCode.CANCELLED, "stream is closed")
         self._outgoing.put(request)
+
+    def listen(self, listener: Callable[[p4runtime_pb2.PacketIn], None]) -> None:
+        """From now on hand every packet-in to `listener` on the receiver thread, in arrival order: those
+        already queued first (here, on the caller's thread), then each as it arrives, without the queue and
+        without a reader thread between the stream and the listener (one thread hand-off less per packet)."""
+        with self._listening:
+            while True:
+                try:
+                    listener(self._packets.get_nowait())
+                except queue.Empty:
+                    break
+            self._listener = listener
 
     def packet_in(self, timeout: float) -> p4runtime_pb2.PacketIn | None:
         """The oldest unread packet-in, waiting up to `timeout` seconds; None if none came."""

@@ -34,6 +34,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--socket", help="control socket path (default: controller.socket of the description)")
     run.add_argument("--startup-timeout", type=real_number(0, above=True), default=10.0,
                      help="seconds to wait for all switches before serving (default 10)")
+    run.add_argument("--profile", metavar="FILE",
+                     help="cProfile the daemon's thread (every event and effect) and write the stats to FILE "
+                          "when it stops; SIGUSR1 discards what was collected so far (docs/controller.md, "
+                          "'Where a handoff's time goes')")
     run.set_defaults(func=_run)
 
     svc = cmds.add_parser("bufsvc", help="run the buffer service of a description's buffer_service (until "
@@ -180,7 +184,16 @@ def _run(args: argparse.Namespace) -> int:
             return EXIT_INVALID
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: daemon.stop())
-        daemon.run()
+        if args.profile:
+            import cProfile
+            profile = cProfile.Profile()
+            signal.signal(signal.SIGUSR1, lambda *_: profile.clear())     # from here on: a phase of its own
+            try:
+                profile.runcall(daemon.run)
+            finally:
+                profile.dump_stats(args.profile)
+        else:
+            daemon.run()
     finally:
         if log_file is not None:
             log_file.close()
