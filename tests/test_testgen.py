@@ -221,14 +221,21 @@ def test_union_refuses_runs_it_cannot_merge(runs: list[tool.Report], message: st
         tool.union(runs)
 
 
-def test_seed_and_path_selection_lists_refuse_bad_input() -> None:
+def test_uncovered_statements_are_listed_relative_to_the_repository() -> None:
+    from p4handoff.testgen.__main__ import ROOT as MAIN_ROOT, readable
+    assert readable(f"{MAIN_ROOT}/p4src/v1model/../include/sanitise.p4\\39: hdr.ipv4.dscp = 0;") == \
+        "p4src/include/sanitise.p4\\39: hdr.ipv4.dscp = 0;"
+
+
+def test_run_lists_refuse_bad_input() -> None:
     import argparse
-    from p4handoff.testgen.__main__ import path_selection_list, seed_list
-    assert seed_list("1, 2,3") == [1, 2, 3] and path_selection_list("random_backtrack") == ["RANDOM_BACKTRACK"]
-    for parse, text in ((seed_list, "1,1"), (seed_list, "x"), (seed_list, "-1"),
-                        (path_selection_list, "BFS"), (path_selection_list, "DEPTH_FIRST,DEPTH_FIRST")):
+    from p4handoff.testgen.__main__ import BMV2_RUNS, run_list
+    assert run_list("random_backtrack:5, DEPTH_FIRST:0") == [("RANDOM_BACKTRACK", 5), ("DEPTH_FIRST", 0)]
+    assert len(run_list(BMV2_RUNS)) == 3
+    for text in ("RANDOM_BACKTRACK:1,random_backtrack:1", "BFS:1", "GREEDY_STATEMENT_SEARCH", "DEPTH_FIRST:x",
+                 "DEPTH_FIRST:-1"):
         with pytest.raises(argparse.ArgumentTypeError):
-            parse(text)
+            run_list(text)
 
 
 # -- replay: controller headers and the verdict -----------------------------------------------------
@@ -395,9 +402,10 @@ def test_make_testgen_smoke_passes_on_bmv2() -> None:
     if reason:
         pytest.skip(reason)
     done = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "p4handoff.testgen", "bmv2",
-                           "--max-tests", "5"], capture_output=True, text=True, timeout=1800, cwd=ROOT)
+                           "--max-tests", "3", "--runs", "GREEDY_STATEMENT_SEARCH:1,RANDOM_BACKTRACK:1"],
+                          capture_output=True, text=True, timeout=1800, cwd=ROOT)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert "testgen_failed: 0" in done.stdout and "testgen_statement_coverage:" in done.stdout
+    assert "testgen_failed: 0" in done.stdout and "union of 2 run(s)" in done.stdout
 
 
 @pytest.mark.slow
