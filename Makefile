@@ -118,14 +118,17 @@ ptf: build ## the PTF suite against BMv2 alone
 	$(PY) -m pytest -v tests/test_ptf.py
 
 # P4Testgen (issue 22, docs/testgen.md): tests generated from the P4 programs, replayed on BMv2 (needs p4testgen
-# from `make toolchain-tofino`, root). TESTGEN_MAX_TESTS=0 runs until P4Testgen finds no more paths.
-TESTGEN_MAX_TESTS ?= 200
-TESTGEN_SEED ?= 1
+# from `make toolchain-tofino`, root). Several p4testgen runs per target (path selection and seed; bmv2: three,
+# tofino: one), at most TESTGEN_MAX_TESTS tests each (0: until P4Testgen finds no more paths); the coverage
+# printed is the union over the runs. TESTGEN_RUNS=RANDOM_BACKTRACK:2,... replaces the runs.
+TESTGEN_MAX_TESTS ?= 100
+TESTGEN_TOFINO_MAX_TESTS ?= 200
+TESTGEN_RUN_FLAGS = $(if $(TESTGEN_RUNS),--runs $(TESTGEN_RUNS))
 testgen: build ## P4Testgen (bmv2) on bs.p4, every test replayed on simple_switch_grpc; prints testgen_* and coverage
-	$(PY) -m p4handoff.testgen bmv2 --max-tests $(TESTGEN_MAX_TESTS) --seed $(TESTGEN_SEED)
+	$(PY) -m p4handoff.testgen bmv2 --max-tests $(TESTGEN_MAX_TESTS) $(TESTGEN_RUN_FLAGS)
 
 testgen-tofino: build ## P4Testgen (tofino, tofino2) on bs_tna.p4, each test replayed through bs.p4 on BMv2; prints tofino_* figures
-	$(PY) -m p4handoff.testgen tofino tofino2 --max-tests $(TESTGEN_MAX_TESTS) --seed $(TESTGEN_SEED)
+	$(PY) -m p4handoff.testgen tofino tofino2 --max-tests $(TESTGEN_TOFINO_MAX_TESTS) $(TESTGEN_RUN_FLAGS)
 
 bench-pipeline: build ## packets/s of p4src/v1model/bs.p4 vs bench/minimal.p4 on the same BMv2 (needs root)
 	$(PY) bench/pipeline_pps.py

@@ -182,13 +182,60 @@ def test_an_unimplemented_feature_is_reported_by_its_message_not_its_source_file
 
 
 def test_the_command_asks_for_statement_coverage_and_our_ports(tmp_path: Path) -> None:
-    cmd = tool.command(tool.TOFINO, Path("p4src/tna/bs_tna.p4"), tmp_path, max_tests=5, seed=3,
-                       port_ranges="1:8,9:9")
+    cmd = tool.command(tool.TOFINO, Path("p4src/tna/bs_tna.p4"), tmp_path, max_tests=5,
+                       port_ranges="1:8,9:9", run=tool.Run("RANDOM_BACKTRACK", 3, ("red_pa",)))
     assert cmd[:5] == ["p4testgen", "--target", "tofino", "--arch", "tna"]
     assert "-DTNA_CPU_PORT=9" in cmd and cmd[-1] == "p4src/tna/bs_tna.p4"
     for flag, value in (("--test-backend", "STF"), ("--track-coverage", "STATEMENTS"), ("--max-tests", "5"),
-                        ("--seed", "3"), ("--port-ranges", "1:8,9:9"), ("--packet-size-range", "112:12000")):
+                        ("--seed", "3"), ("--port-ranges", "1:8,9:9"), ("--packet-size-range", "112:12000"),
+                        ("--path-selection", "RANDOM_BACKTRACK"), ("--skip-control-plane-entities", "red_pa")):
         assert cmd[cmd.index(flag) + 1] == value
+    plain = tool.command(tool.BMV2, Path("p4src/v1model/bs.p4"), tmp_path, max_tests=5, port_ranges="1:8")
+    assert "--skip-control-plane-entities" not in plain and "-DBS_TESTGEN_DEFINED_READS" in plain
+    assert plain[plain.index("--path-selection") + 1] == "GREEDY_STATEMENT_SEARCH"
+
+
+def _report(covered: int, coverable: int, uncovered: list[str]) -> tool.Report:
+    return tool.Report(tests=1, covered=covered, coverable=coverable, uncovered=uncovered)
+
+
+def test_union_coverage_is_what_any_run_covered() -> None:
+    """A statement counts as covered if one run covered it; two statements printed alike count twice."""
+    a = _report(6, 10, ["f\\1: x = 1;", "f\\1: x = 1;", "f\\2: y();", "f\\3: z();"])
+    b = _report(7, 10, ["f\\1: x = 1;", "f\\3: z();", "f\\4: w();"])
+    merged = tool.union([a, b])
+    assert merged is not None
+    assert (merged.covered, merged.coverable, merged.runs) == (8, 10, 2) and merged.coverage == 0.8
+    assert merged.uncovered == ["f\\1: x = 1;", "f\\3: z();"]
+    # a run that wrote no test reports nothing and adds nothing; one run is its own union
+    assert tool.union([a, tool.Report()]) == tool.Union(6, 10, sorted(a.uncovered), 1)
+    assert tool.union([tool.Report()]) is None
+
+
+@pytest.mark.parametrize("runs, message", [
+    ([_report(6, 10, ["a"] * 4), _report(6, 11, ["a"] * 5)], "different programs"),
+    ([_report(6, 10, ["a"] * 3)], "lists 3 uncovered"),
+])
+def test_union_refuses_runs_it_cannot_merge(runs: list[tool.Report], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        tool.union(runs)
+
+
+def test_uncovered_statements_are_listed_relative_to_the_repository() -> None:
+    from p4handoff.testgen.__main__ import ROOT as MAIN_ROOT, readable
+    assert readable(f"{MAIN_ROOT}/p4src/v1model/../include/sanitise.p4\\39: hdr.ipv4.dscp = 0;") == \
+        "p4src/include/sanitise.p4\\39: hdr.ipv4.dscp = 0;"
+
+
+def test_run_lists_refuse_bad_input() -> None:
+    import argparse
+    from p4handoff.testgen.__main__ import BMV2_RUNS, run_list
+    assert run_list("random_backtrack:5, DEPTH_FIRST:0") == [("RANDOM_BACKTRACK", 5), ("DEPTH_FIRST", 0)]
+    assert len(run_list(BMV2_RUNS)) == 3
+    for text in ("RANDOM_BACKTRACK:1,random_backtrack:1", "BFS:1", "GREEDY_STATEMENT_SEARCH", "DEPTH_FIRST:x",
+                 "DEPTH_FIRST:-1"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            run_list(text)
 
 
 # -- replay: controller headers and the verdict -----------------------------------------------------
@@ -336,7 +383,7 @@ def test_p4testgen_smoke_generates_readable_tests(target: tool.Target, program: 
     cpu = load_constants()["CPU_PORT"] if target.name == "bmv2" else tool.TESTGEN_TNA_CPU_PORT
     # the ports make testgen allows: without the CPU port every punt path is a guard violation, and P4Testgen
     # stops after 100 of them, before the first test
-    cmd = tool.command(target, ROOT / program, tmp_path, max_tests=3, seed=1, port_ranges=f"1:8,{cpu}:{cpu}")
+    cmd = tool.command(target, ROOT / program, tmp_path, max_tests=3, port_ranges=f"1:8,{cpu}:{cpu}")
     report = tool.run(cmd, tmp_path / "log", timeout=900)
     tests, errors = cases.load_dir(tmp_path)
     assert errors == [] and report.tests == len(tests) >= 1, (tmp_path / "log").read_text()[-3000:]
@@ -355,9 +402,10 @@ def test_make_testgen_smoke_passes_on_bmv2() -> None:
     if reason:
         pytest.skip(reason)
     done = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "p4handoff.testgen", "bmv2",
-                           "--max-tests", "5"], capture_output=True, text=True, timeout=1800, cwd=ROOT)
+                           "--max-tests", "3", "--runs", "GREEDY_STATEMENT_SEARCH:1,RANDOM_BACKTRACK:1"],
+                          capture_output=True, text=True, timeout=1800, cwd=ROOT)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert "testgen_failed: 0" in done.stdout and "testgen_statement_coverage:" in done.stdout
+    assert "testgen_failed: 0" in done.stdout and "union of 2 run(s)" in done.stdout
 
 
 @pytest.mark.slow

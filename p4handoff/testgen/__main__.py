@@ -1,7 +1,10 @@
 """`make testgen` / `make testgen-tofino`: generate tests with P4Testgen, replay them on BMv2, print the figures.
 
-    python -m p4handoff.testgen bmv2 [--max-tests N] [--seed S]       # bs.p4, tests replayed as generated
+    python -m p4handoff.testgen bmv2 [--max-tests N] [--runs SELECTION:SEED,...]
     python -m p4handoff.testgen tofino [tofino2] [--max-tests N]       # bs_tna.p4's tests through bs.p4
+
+Each target runs p4testgen once per run (path selection and seed), at most N tests a run, and replays every
+test; its statement coverage is the union over the runs (tool.union), each run's own figure printed beside it.
 
 Needs p4testgen, BMv2, the compiled v1model program (make build) and root
 (namespaces). Exit 2 when something is missing (one line says what), 1 when
@@ -11,9 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections import Counter
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Sequence
 
 from p4handoff import netns
 from p4handoff.argtypes import real_number, whole_number
@@ -57,49 +63,100 @@ def switch_settings() -> tuple[int, int, int]:
     return c["CPU_PORT"], max(queues, default=0) + 1, c["PACKET_OUT_BYTES"]
 
 
-def generate(target: tool.Target, program: Path, out: Path, args: argparse.Namespace,
-             port_ranges: str) -> tuple[tool.Report, list[cases.GeneratedTest], list[tuple[str, str]]]:
-    """Run p4testgen; its report, the tests it wrote, and (file, why) of those that do not read."""
-    cmd = tool.command(target, program, out, max_tests=args.max_tests, seed=args.seed, port_ranges=port_ranges)
-    report = tool.run(cmd, out / "p4testgen.log", args.timeout)
-    return (report, *cases.load_dir(out))
+# bmv2: the RED table p_a is left to its default (pa_certain, a certain drop) in every run. With an entry,
+# p_a < 1 compares a random number P4Testgen cannot know (v1model `random` is its "unknown"), the drop is
+# undecidable, and after 100 such paths P4Testgen ends the run (docs/testgen.md, "The random number").
+BMV2_SKIP = ("red_pa",)
+PATH_SELECTIONS = ("GREEDY_STATEMENT_SEARCH", "RANDOM_BACKTRACK", "DEPTH_FIRST")
+# docs/testgen.md, "Several runs": the greedy selection never returns to the parser's data-port branch once the
+# CPU port's subtree has statements left; random backtracking does, seed 5 (of 2..5 tried) down to the
+# IPF re-marking of Sanitise
+BMV2_RUNS = "GREEDY_STATEMENT_SEARCH:1,RANDOM_BACKTRACK:1,RANDOM_BACKTRACK:5"
+TOFINO_RUNS = "GREEDY_STATEMENT_SEARCH:1"
 
 
-def print_coverage(prefix: str, report: tool.Report, out: Path) -> None:
-    cov = report.coverage
-    print(f"{prefix}_statement_coverage: " + (f"{cov:.3f} ({report.covered}/{report.coverable})" if cov is not None
-                                             else "none reported"))
-    (out / "uncovered.txt").write_text("".join(f"{n}\n" for n in report.uncovered))
-    print(f"{prefix}_uncovered_statements: {len(report.uncovered)} (listed in {out.relative_to(ROOT)}/uncovered.txt)")
-    print(f"{prefix}_aborted_paths: {report.aborted} (P4Testgen: output port unknown, no test)")
-    if report.stopped:
-        print(f"{prefix}_stopped: {report.stopped}")
-    for message, n in Counter(report.unimplemented).most_common():
-        print(f"{prefix}_unimplemented: {n} x {message}")
+@dataclass
+class Generated:
+    """One p4testgen run: where it wrote, what it said, the tests it wrote and those that do not read."""
+
+    run: tool.Run
+    out: Path
+    report: tool.Report
+    tests: list[cases.GeneratedTest]
+    unreadable: list[tuple[str, str]]
+
+
+def generate(target: tool.Target, program: Path, out: Path, args: argparse.Namespace, port_ranges: str,
+             default_runs: str, skip: tuple[str, ...] = ()) -> list[Generated]:
+    """Run p4testgen once per run, each in its own directory under `out`."""
+    runs = [tool.Run(ps, seed, skip) for ps, seed in (args.runs or run_list(default_runs))]
+    done = []
+    for run in runs:
+        run_out = out / run.label
+        cmd = tool.command(target, program, run_out, max_tests=args.max_tests, port_ranges=port_ranges, run=run)
+        report = tool.run(cmd, run_out / "p4testgen.log", args.timeout)
+        done.append(Generated(run, run_out, report, *cases.load_dir(run_out)))
+    return done
+
+
+def coverage_text(covered: int, coverable: int) -> str:
+    return f"{covered / coverable:.3f} ({covered}/{coverable})"
+
+
+def readable(node: str) -> str:
+    """A statement as P4Testgen names it, its file relative to the repository: '<file>\\<line>: <text>'."""
+    where, sep, rest = node.partition("\\")
+    path = os.path.normpath(where)
+    return (os.path.relpath(path, ROOT) if os.path.isabs(path) else path) + sep + rest
+
+
+def print_coverage(prefix: str, runs: Sequence[Generated], out: Path) -> float | None:
+    """Each run's own figures, then the union over the runs; the union's uncovered statements go to a file."""
+    for g in runs:
+        r = g.report
+        own = coverage_text(r.covered, r.coverable) if r.coverable else "none reported"
+        ended = r.stopped or "its --max-tests or no path left"
+        print(f"{prefix}_run {g.run.label}: tests {len(g.tests) + len(g.unreadable)}, coverage {own}, "
+              f"aborted paths {r.aborted} (output port unknown, no test), ended: {ended}")
+        for message, n in Counter(r.unimplemented).most_common():
+            print(f"  {prefix}_unimplemented: {n} x {message}")
+    merged = tool.union([g.report for g in runs])
+    if merged is None:
+        print(f"{prefix}_statement_coverage: none reported")
+        return None
+    print(f"{prefix}_statement_coverage: {coverage_text(merged.covered, merged.coverable)}, union of {merged.runs} "
+          f"run(s); best single run {max(g.report.coverage or 0 for g in runs):.3f}")
+    (out / "uncovered.txt").write_text("".join(f"{readable(n)}\n" for n in merged.uncovered))
+    print(f"{prefix}_uncovered_statements: {len(merged.uncovered)} (listed in {out.relative_to(ROOT)}/uncovered.txt)")
+    print(f"{prefix}_aborted_paths: {sum(g.report.aborted for g in runs)} (P4Testgen: output port unknown, no test)")
+    return merged.coverage
 
 
 def run_bmv2(args: argparse.Namespace) -> int:
     out = BUILD / "testgen" / "bmv2"
     cpu, queues, _ = switch_settings()
-    report, tests, unreadable = generate(tool.BMV2, V1MODEL_P4, out, args, f"{DATA_PORT_RANGE},{cpu}:{cpu}")
+    runs = generate(tool.BMV2, V1MODEL_P4, out, args, f"{DATA_PORT_RANGE},{cpu}:{cpu}", BMV2_RUNS, BMV2_SKIP)
     p4info = P4Info.load(P4INFO)
-    results = replay_tests(tests, lambda t: [(UpdateType.INSERT, e) for e in cases.canonical_entities(t.entities, p4info)],
-                           p4info=P4INFO,
-                           bmv2_json=BMV2_JSON, work_dir=out, cpu_port=cpu, priority_queues=queues, ports=DATA_PORTS)
-    failed = [{"test": name, "why": f"unreadable: {why}"} for name, why in unreadable]
-    for test, obs in zip(tests, results):
-        why = obs if isinstance(obs, str) else (None if (verdict := judge(test, obs)).ok else verdict.why)
-        if why is not None:
-            failed.append({"test": test.name, "why": why})
-    print(f"testgen_tests: {len(tests) + len(unreadable)}")
-    print(f"testgen_passed: {len(tests) + len(unreadable) - len(failed)}")
+    failed, total = [], 0
+    for g in runs:
+        results = replay_tests(g.tests, lambda t: [(UpdateType.INSERT, e) for e in cases.canonical_entities(t.entities, p4info)],
+                               p4info=P4INFO, bmv2_json=BMV2_JSON, work_dir=g.out, cpu_port=cpu,
+                               priority_queues=queues, ports=DATA_PORTS)
+        total += len(g.tests) + len(g.unreadable)
+        failed += [{"test": f"{g.run.label}/{name}", "why": f"unreadable: {why}"} for name, why in g.unreadable]
+        for test, obs in zip(g.tests, results):
+            why = obs if isinstance(obs, str) else (None if (verdict := judge(test, obs)).ok else verdict.why)
+            if why is not None:
+                failed.append({"test": f"{g.run.label}/{test.name}", "why": why})
+    print(f"testgen_tests: {total}")
+    print(f"testgen_passed: {total - len(failed)}")
     print(f"testgen_failed: {len(failed)}")
     for f in failed:
         print(f"  FAIL {f['test']}: {f['why'][:300]}")
-    print_coverage("testgen", report, out)
+    coverage = print_coverage("testgen", runs, out)
     print(f"ptf_suite_statement_coverage: {PTF_COVERAGE_NOTE}")
-    (out / "summary.json").write_text(json.dumps({"tests": len(tests), "failed": failed,
-                                                  "coverage": report.coverage}, indent=1))
+    (out / "summary.json").write_text(json.dumps({"tests": total, "failed": failed, "coverage": coverage,
+                                                  "runs": {g.run.label: g.report.coverage for g in runs}}, indent=1))
     return 1 if failed else 0
 
 
@@ -109,10 +166,17 @@ def run_tofino(target_name: str, args: argparse.Namespace) -> int:
     tna_cpu = tool.TESTGEN_TNA_CPU_PORT
     cpu, queues, out_bytes = switch_settings()
     target = tool.Target(target.name, target.arch, target.backend, (*target.defines, TESTGEN_DEFINE))
-    report, tna_tests, unreadable = generate(target, TNA_P4, out, args, f"{DATA_PORT_RANGE},{tna_cpu}:{tna_cpu}")
+    runs = generate(target, TNA_P4, out, args, f"{DATA_PORT_RANGE},{tna_cpu}:{tna_cpu}", TOFINO_RUNS)
     bmv2 = differential.Bmv2Side(P4INFO, BMV2_JSON, cpu, queues, out_bytes)
-    comparisons, untranslated = differential.compare(tna_tests, bmv2, tna_cpu, out, DATA_PORTS)
-    untranslated += [(name, f"unreadable: {why}") for name, why in unreadable]
+    comparisons: list[differential.Comparison] = []
+    untranslated: list[tuple[str, str]] = []
+    for g in runs:
+        done, skipped = differential.compare(g.tests, bmv2, tna_cpu, g.out, DATA_PORTS)
+        comparisons += [replace(c, name=f"{g.run.label}/{c.name}") for c in done]
+        untranslated += [(f"{g.run.label}/{name}", why) for name, why in skipped]
+        untranslated += [(f"{g.run.label}/{name}", f"unreadable: {why}") for name, why in g.unreadable]
+    tna_tests = [t for g in runs for t in g.tests]
+    unreadable = [u for g in runs for u in g.unreadable]
     p = target_name
     documented = [c for c in comparisons if not c.agree and c.difference is not None]
     undocumented = [c for c in comparisons if not c.agree and c.difference is None]
@@ -128,18 +192,35 @@ def run_tofino(target_name: str, args: argparse.Namespace) -> int:
     print(f"{p}_not_replayed: {len(untranslated)}")
     for name, why in untranslated:
         print(f"  {name}: {why[:200]}")
-    print_coverage(p, report, out)
+    coverage = print_coverage(p, runs, out)
     (out / "summary.json").write_text(json.dumps({
         "tests": len(tna_tests), "comparisons": [c.__dict__ for c in comparisons],
-        "not_replayed": untranslated, "coverage": report.coverage}, indent=1))
+        "not_replayed": untranslated, "coverage": coverage}, indent=1))
     return 1 if undocumented else 0
+
+
+def run_list(text: str) -> list[tuple[str, int]]:
+    """argparse type: 'GREEDY_STATEMENT_SEARCH:1,random_backtrack:5' -> [(selection, seed), ...]; the same run
+    twice is refused (it would add nothing)."""
+    runs = []
+    for item in text.split(","):
+        selection, sep, seed = item.strip().partition(":")
+        if not sep or selection.upper() not in PATH_SELECTIONS:
+            raise argparse.ArgumentTypeError(f"{item!r}: want SELECTION:SEED, SELECTION one of {', '.join(PATH_SELECTIONS)}")
+        runs.append((selection.upper(), whole_number(0)(seed)))
+    if len(set(runs)) != len(runs):
+        raise argparse.ArgumentTypeError(f"a run given twice: {text!r}")
+    return runs
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m p4handoff.testgen", description=__doc__.splitlines()[0])
     parser.add_argument("targets", nargs="+", choices=["bmv2", "tofino", "tofino2"])
-    parser.add_argument("--max-tests", type=whole_number(0), default=200, help="p4testgen --max-tests (0: until no path is left)")
-    parser.add_argument("--seed", type=whole_number(0), default=1)
+    parser.add_argument("--max-tests", type=whole_number(0), default=100,
+                        help="p4testgen --max-tests, per run (0: until no path is left)")
+    parser.add_argument("--runs", type=run_list, default=None,
+                        help=f"comma-separated SELECTION:SEED, SELECTION one of {', '.join(PATH_SELECTIONS)} "
+                             f"(default: bmv2 {BMV2_RUNS}; tofino {TOFINO_RUNS})")
     parser.add_argument("--timeout", type=real_number(0, above=True), default=3600.0, help="seconds for one p4testgen run")
     args = parser.parse_args(argv)
     reason = missing()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -39,7 +40,9 @@ class Target:
 # uses ports below 64 (pipe 0; targets/tofino/shared_program_info.cpp, getBackendConstraint), so the default
 # 64 would make every punt and packet-out path untestable: the harness builds with port 9 (data ports 1..8).
 TESTGEN_TNA_CPU_PORT = 9
-BMV2 = Target("bmv2", "v1model", "PROTOBUF")
+# BS_TESTGEN_DEFINED_READS: reads of a field of an invalid header give 0 to P4Testgen instead of its "unknown"
+# (include/headers.p4, BS_READ; docs/testgen.md, "Unspecified reads"); the real program is compiled without it
+BMV2 = Target("bmv2", "v1model", "PROTOBUF", ("BS_TESTGEN_DEFINED_READS",))
 # p4testgen's tna.p4/t2na.p4 pick their specs by __TARGET_TOFINO__, which bf-p4c defines and p4testgen does not
 TOFINO = Target("tofino", "tna", "STF", (f"TNA_CPU_PORT={TESTGEN_TNA_CPU_PORT}", "__TARGET_TOFINO__=1"))
 TOFINO2 = Target("tofino2", "t2na", "STF", (f"TNA_CPU_PORT={TESTGEN_TNA_CPU_PORT}", "__TARGET_TOFINO__=2"))
@@ -99,6 +102,56 @@ def parse_report(output: str) -> Report:
     return report
 
 
+@dataclass(frozen=True)
+class Run:
+    """One p4testgen run of a target: how it selects paths, its seed, and the tables it leaves to their
+    default action (--skip-control-plane-entities)."""
+
+    path_selection: str = "GREEDY_STATEMENT_SEARCH"
+    seed: int = 1
+    skip: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return f"{self.path_selection.lower()}-seed{self.seed}"
+
+
+@dataclass(frozen=True)
+class Union:
+    """Statement coverage of several runs of one program: covered if any run covered it."""
+
+    covered: int
+    coverable: int
+    uncovered: list[str]
+    runs: int
+
+    @property
+    def coverage(self) -> float:
+        return self.covered / self.coverable
+
+
+def union(reports: Sequence[Report]) -> Union | None:
+    """The union of the runs' coverage, or None if no run reported any. P4Testgen prints no covered list,
+    only the coverable count and, after each test, the statements not yet covered (file, line and text); a
+    statement is uncovered by all runs iff it is in every run's last list. Counted as a multiset: two
+    statements of one line can print alike. Runs must be of one program (the same coverable count), and each
+    list must hold all of its run's uncovered statements, or the union would count too much."""
+    counted = [r for r in reports if r.coverable]
+    if not counted:
+        return None
+    if len({r.coverable for r in counted}) != 1:
+        raise ValueError(f"runs of different programs: coverable {sorted({r.coverable for r in counted})}")
+    for r in counted:
+        if len(r.uncovered) != r.coverable - r.covered:
+            raise ValueError(f"a run lists {len(r.uncovered)} uncovered statements for {r.covered}/{r.coverable}")
+    common = Counter(counted[0].uncovered)
+    for r in counted[1:]:
+        common &= Counter(r.uncovered)
+    uncovered = sorted(common.elements())
+    coverable = counted[0].coverable
+    return Union(coverable - len(uncovered), coverable, uncovered, len(counted))
+
+
 def available() -> str | None:
     """Why p4testgen cannot run here, or None."""
     if shutil.which(P4TESTGEN) is None:
@@ -107,17 +160,19 @@ def available() -> str | None:
     return None
 
 
-def command(target: Target, program: Path, out_dir: Path, *, max_tests: int, seed: int,
-            port_ranges: str, packet_bits: str = "112:12000",
+def command(target: Target, program: Path, out_dir: Path, *, max_tests: int, port_ranges: str,
+            run: Run = Run(), packet_bits: str = "112:12000",
             include_dirs: Sequence[Path] = ()) -> list[str]:
-    """The p4testgen command line. Statement coverage with the greedy path selection (it aims at
-    statements not yet covered); ports restricted to those the replay has; packets at least an
-    Ethernet header long (AF_PACKET cannot send less)."""
+    """The p4testgen command line. Statement coverage, path selection and seed as `run` says (the default,
+    greedy, aims at statements not yet covered); ports restricted to those the replay has; packets at least
+    an Ethernet header long (AF_PACKET cannot send less)."""
     args = [P4TESTGEN, "--target", target.name, "--arch", target.arch, "--std", "p4-16",
             "--test-backend", target.backend, "--out-dir", str(out_dir), "--max-tests", str(max_tests),
-            "--seed", str(seed), "--track-coverage", "STATEMENTS", "--print-coverage",
-            "--path-selection", "GREEDY_STATEMENT_SEARCH", "--port-ranges", port_ranges,
+            "--seed", str(run.seed), "--track-coverage", "STATEMENTS", "--print-coverage",
+            "--path-selection", run.path_selection, "--port-ranges", port_ranges,
             "--packet-size-range", packet_bits, "--test-name", program.stem]
+    if run.skip:
+        args += ["--skip-control-plane-entities", ",".join(run.skip)]
     args += [f"-D{d}" for d in target.defines]
     args += [a for d in include_dirs for a in ("-I", str(d))]
     return [*args, str(program)]

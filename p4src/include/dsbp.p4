@@ -13,9 +13,9 @@ control DsbpClassify(in headers_t hdr, inout local_meta_t meta) {
      * switch starts with the mark (tunnel_mark) is a priority packet, as
      * Ipv4Forwarding records in ipf_priority. */
     apply {
-        if (hdr.tcp.isValid() && hdr.tcp.dummy == 1
-                && ((hdr.inner.isValid() && hdr.inner.dscp == DSCP_LE)
-                    || (!hdr.inner.isValid() && hdr.ipv4.isValid() && hdr.ipv4.dscp == DSCP_LE))) {
+        if (hdr.tcp.isValid() && BS_READ(hdr.tcp, dummy) == 1
+                && ((hdr.inner.isValid() && BS_READ(hdr.inner, dscp) == DSCP_LE)
+                    || (!hdr.inner.isValid() && hdr.ipv4.isValid() && BS_READ(hdr.ipv4, dscp) == DSCP_LE))) {
             meta.cls = AQM_CLASS_DUMMY;
         } else if (meta.ipf_priority || meta.tunnel_mark == 1) {
             meta.cls = AQM_CLASS_PRIO;

@@ -66,7 +66,7 @@ control BsIngress(inout headers_t hdr, inout local_meta_t meta) {
             port_role.apply(meta);
             sanitise.apply(hdr, meta);
             if (meta.port_role == PORT_ROLE_ACCESS && hdr.udp.isValid() && !hdr.inner.isValid()
-                    && hdr.udp.dst_port == UDP_PORT_MIP_REGISTRATION) {
+                    && BS_READ(hdr.udp, dst_port) == UDP_PORT_MIP_REGISTRATION) {
                 meta.punt_reason = PUNT_REASON_REGISTRATION;
             } else {
                 use_table = true;

@@ -40,7 +40,7 @@ control Sanitise(inout headers_t hdr, inout local_meta_t meta) {
                     meta.sanitised = true;
                 }
             }
-            if (hdr.inner.isValid() && hdr.inner.dscp == meta.ipf_dscp) {
+            if (hdr.inner.isValid() && BS_READ(hdr.inner, dscp) == meta.ipf_dscp) {
                 hdr.inner.dscp = DSCP_BEST_EFFORT;
                 meta.sanitised = true;
             }

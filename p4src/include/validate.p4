@@ -63,29 +63,29 @@ control Validate(in headers_t hdr, inout local_meta_t meta, in bool had_ipv4) {
     @hidden action set_inner_ihl_bytes(bit<16> bytes) { inner_ihl_bytes = bytes; }
     @hidden action set_tcp_bytes(bit<16> bytes) { tcp_bytes = bytes; }
     @hidden table step_ihl_bytes {
-        key = { hdr.ipv4.ihl : exact; }
+        key = { BS_READ(hdr.ipv4, ihl) : exact @name("hdr.ipv4.ihl"); }
         actions = { set_ihl_bytes; }
         const entries = { BS_WORDS_TO_BYTES(set_ihl_bytes) }
         const default_action = set_ihl_bytes(0);
     }
     @hidden table step_inner_ihl_bytes {
-        key = { hdr.inner.ihl : exact; }
+        key = { BS_READ(hdr.inner, ihl) : exact @name("hdr.inner.ihl"); }
         actions = { set_inner_ihl_bytes; }
         const entries = { BS_WORDS_TO_BYTES(set_inner_ihl_bytes) }
         const default_action = set_inner_ihl_bytes(0);
     }
     @hidden table step_tcp_bytes {
-        key = { hdr.tcp.data_offset : exact; }
+        key = { BS_READ(hdr.tcp, data_offset) : exact @name("hdr.tcp.data_offset"); }
         actions = { set_tcp_bytes; }
         const entries = { BS_WORDS_TO_BYTES(set_tcp_bytes) }
         const default_action = set_tcp_bytes(0);
     }
 
     @hidden action payload_bytes() {
-        ipv4_short = ihl_bytes |-| hdr.ipv4.total_len;
-        l4_outer = hdr.ipv4.total_len - ihl_bytes;
-        inner_short = inner_ihl_bytes |-| hdr.inner.total_len;
-        udp_short = UDP_HEADER_BYTES |-| hdr.udp.length;
+        ipv4_short = ihl_bytes |-| BS_READ(hdr.ipv4, total_len);
+        l4_outer = BS_READ(hdr.ipv4, total_len) - ihl_bytes;
+        inner_short = inner_ihl_bytes |-| BS_READ(hdr.inner, total_len);
+        udp_short = UDP_HEADER_BYTES |-| BS_READ(hdr.udp, length);
     }
     @hidden table step_payload_bytes {
         actions = { payload_bytes; }
@@ -95,8 +95,8 @@ control Validate(in headers_t hdr, inout local_meta_t meta, in bool had_ipv4) {
     /* the innermost payload: after the inner header if there is one; a
      * table keyed on the inner header's validity rather than an if/else,
      * so that the choice is one table, not a block */
-    @hidden action inner_payload() { l4_len = hdr.inner.total_len - inner_ihl_bytes; }
-    @hidden action outer_payload() { l4_len = hdr.ipv4.total_len - ihl_bytes; }
+    @hidden action inner_payload() { l4_len = BS_READ(hdr.inner, total_len) - inner_ihl_bytes; }
+    @hidden action outer_payload() { l4_len = BS_READ(hdr.ipv4, total_len) - ihl_bytes; }
     @hidden table step_l4_len {
         key = { hdr.inner.isValid() : exact; }
         actions = { inner_payload; outer_payload; }
@@ -105,9 +105,9 @@ control Validate(in headers_t hdr, inout local_meta_t meta, in bool had_ipv4) {
     }
 
     @hidden action overruns() {
-        inner_over = hdr.inner.total_len |-| l4_outer;
+        inner_over = BS_READ(hdr.inner, total_len) |-| l4_outer;
         tcp_over = tcp_bytes |-| l4_len;
-        udp_over = hdr.udp.length |-| l4_len;
+        udp_over = BS_READ(hdr.udp, length) |-| l4_len;
     }
     @hidden table step_overruns {
         actions = { overruns; }

@@ -142,11 +142,17 @@ control AqmDecide(inout local_meta_t meta) {
         meta.cnt_new = meta.avg_new < meta.min_th ? 16w0 : 16w1;
     }
 
-    /* inside [min_th, max_th): drop with probability p_a */
+    /* inside [min_th, max_th): drop with probability p_a. A certain drop
+     * (pa_certain, p_a = 1) is decided before the random number is looked
+     * at: rnd < PROB_ONE always, so the result is the same, but a test
+     * generator that cannot know rnd (P4Testgen) can then decide it
+     * (docs/testgen.md). */
     action early_verdict() {
-        meta.verdict = meta.rnd < meta.pa_thr ? VERDICT_RED_DROP : VERDICT_ADMIT;
-        meta.cnt_new = meta.rnd < meta.pa_thr ? 16w1
-                     : (meta.cnt_old == COUNT_MAX ? COUNT_MAX : meta.cnt_old + 1);
+        meta.verdict = meta.pa_thr == PROB_ONE ? VERDICT_RED_DROP
+                     : (meta.rnd < meta.pa_thr ? VERDICT_RED_DROP : VERDICT_ADMIT);
+        meta.cnt_new = meta.pa_thr == PROB_ONE ? 16w1
+                     : (meta.rnd < meta.pa_thr ? 16w1
+                        : (meta.cnt_old == COUNT_MAX ? COUNT_MAX : meta.cnt_old + 1));
     }
 
     /* the physical limit, kept below the target's own queue depth */

@@ -28,19 +28,51 @@ parser V1Parser(packet_in pkt, out headers_t hdr, inout local_meta_t meta,
 
     state start {
         bs_parser.apply(pkt, hdr, sm.ingress_port);
+        transition select(hdr.ipv4.isValid(), hdr.ipv4_opts.isValid()) {
+            (true, false): ipv4_plain;
+            default: inner;
+        }
+    }
+
+    state ipv4_plain {
+        meta.ipv4_plain = true;
+        transition inner;
+    }
+
+    state inner {
+        transition select(hdr.inner.isValid(), hdr.inner_opts.isValid()) {
+            (true, false): inner_plain;
+            default: accept;
+        }
+    }
+
+    state inner_plain {
+        meta.inner_plain = true;
         transition accept;
     }
 }
 
 control V1VerifyChecksum(inout headers_t hdr, inout local_meta_t meta) {
     apply {
-        verify_checksum(hdr.ipv4.isValid(),
+        verify_checksum(meta.ipv4_plain,
+            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
+              hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
+              hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
+              hdr.ipv4.src, hdr.ipv4.dst },
+            hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
+        verify_checksum(hdr.ipv4_opts.isValid(),
             { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
               hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
               hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
               hdr.ipv4.src, hdr.ipv4.dst, hdr.ipv4_opts.data },
             hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
-        verify_checksum(hdr.inner.isValid(),
+        verify_checksum(meta.inner_plain,
+            { hdr.inner.version, hdr.inner.ihl, hdr.inner.dscp, hdr.inner.ecn,
+              hdr.inner.total_len, hdr.inner.identification, hdr.inner.flags,
+              hdr.inner.frag_offset, hdr.inner.ttl, hdr.inner.protocol,
+              hdr.inner.src, hdr.inner.dst },
+            hdr.inner.hdr_checksum, HashAlgorithm.csum16);
+        verify_checksum(hdr.inner_opts.isValid(),
             { hdr.inner.version, hdr.inner.ihl, hdr.inner.dscp, hdr.inner.ecn,
               hdr.inner.total_len, hdr.inner.identification, hdr.inner.flags,
               hdr.inner.frag_offset, hdr.inner.ttl, hdr.inner.protocol,
