@@ -95,10 +95,10 @@ def main() -> int:
     parser.add_argument("--mtu", type=whole_number(68), default=9000, help="veth MTU for both runs (default 9000)")
     parser.add_argument("--seconds", type=real_number(0, above=True), default=3.0, help="length of each run (default 3)")
     parser.add_argument("--scheme", default="newreno", help="our sender's scheme (default newreno)")
-    parser.add_argument("--smoke", action="store_true", help="half-second runs (tests)")
+    parser.add_argument("--smoke", action="store_true", help="one-second runs (tests)")
     args = parser.parse_args()
     if args.smoke:
-        args.seconds = 0.5
+        args.seconds = 1.0
     reason = netns.unavailable_reason()
     if reason is not None:
         print(f"bench-hosts: cannot run: {reason}", file=sys.stderr)
