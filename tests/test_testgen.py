@@ -304,6 +304,23 @@ def test_classify_recognises_truncated_datagrams_and_the_cpu_port() -> None:
     assert differential.classify(_test(None), Observed(()), 64, 255, 2).agree
 
 
+def test_a_disagreement_on_short_ipv4_options_is_p4testgens_own() -> None:
+    """P4Testgen's Tofino model extracts IPv4 options at 320 bits whatever the IHL (bs_tna_38/129 of the
+    2026-11-27 run): such a test expecting a packet that BMv2 drops is its artefact; other IHLs are not."""
+    def with_ihl(ihl: int, inner: int | None = None) -> bytes:
+        outer = bytes([0x40 | ihl]) + IPV4[1:9] + (bytes([4]) if inner else IPV4[9:10]) + IPV4[10:] + bytes(4 * (ihl - 5))
+        tail = bytes([0x40 | inner]) + IPV4[1:] + bytes(4 * (inner - 5)) if inner else b""
+        return ETH + outer + tail + bytes(160)          # no shorter than its total length (not difference 5)
+    expect = Expected(255, b"\x01", b"\xff")
+    for packet, artefact in ((with_ihl(6), True), (with_ihl(14), True), (with_ihl(5), False), (with_ihl(15), False),
+                             (with_ihl(5, inner=6), True), (with_ihl(5, inner=5), False)):
+        c = differential.classify(_test(expect, packet=packet), Observed(()), 64, 255, 2)
+        assert (c.agree, c.difference, c.artefact) == (False, None, artefact), packet.hex()
+        assert ("maximum width" in c.why) == artefact
+    c = differential.classify(_test(expect, packet=with_ihl(6)), Observed(((3, b"\x01"),)), 64, 255, 2)
+    assert not c.artefact, "only a packet BMv2 dropped"
+
+
 @pytest.fixture(scope="module")
 def v1model_p4info(tmp_path_factory: pytest.TempPathFactory) -> P4Info:
     built = ROOT / "build" / "bs.p4info.txtpb"

@@ -179,13 +179,17 @@ def run_tofino(target_name: str, args: argparse.Namespace) -> int:
     unreadable = [u for g in runs for u in g.unreadable]
     p = target_name
     documented = [c for c in comparisons if not c.agree and c.difference is not None]
-    undocumented = [c for c in comparisons if not c.agree and c.difference is None]
+    artefacts = [c for c in comparisons if not c.agree and c.artefact]
+    undocumented = [c for c in comparisons if not c.agree and c.difference is None and not c.artefact]
     print(f"{p}_tests: {len(tna_tests) + len(unreadable)}")
     print(f"{p}_agree: {sum(c.agree for c in comparisons)}")
     print(f"{p}_documented_differences: {len(documented)}")
     for number, n in sorted(Counter(c.difference for c in documented if c.difference is not None).items()):
         example = next(c for c in documented if c.difference == number)
         print(f"  difference {number} ({differential.DIFFERENCES[number]}): {n}, e.g. {example.name}: {example.why}")
+    print(f"{p}_p4testgen_artefacts: {len(artefacts)}")
+    if artefacts:
+        print(f"  e.g. {artefacts[0].name}: {artefacts[0].why}")
     print(f"{p}_undocumented: {len(undocumented)}")
     for c in undocumented:
         print(f"  UNDOCUMENTED {c.name}: {c.why[:300]}")
