@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Sequence
 
 from p4handoff import netns
-from p4handoff.argtypes import real_number, whole_number
+from p4handoff.argtypes import parsed_by, real_number, whole_number
 from p4handoff.bmv2 import bmv2_available
 from p4handoff.controller.p4runtime.entities import UpdateType
 from p4handoff.controller.p4runtime.p4info import P4Info
@@ -204,16 +204,18 @@ def run_tofino(target_name: str, args: argparse.Namespace) -> int:
 
 
 def run_list(text: str) -> list[tuple[str, int]]:
-    """argparse type: 'GREEDY_STATEMENT_SEARCH:1,random_backtrack:5' -> [(selection, seed), ...]; the same run
-    twice is refused (it would add nothing)."""
+    """'GREEDY_STATEMENT_SEARCH:1,random_backtrack:5' -> [(selection, seed), ...]; ValueError saying what is wrong,
+    and for the same run twice (it would add nothing)."""
     runs = []
     for item in text.split(","):
         selection, sep, seed = item.strip().partition(":")
         if not sep or selection.upper() not in PATH_SELECTIONS:
-            raise argparse.ArgumentTypeError(f"{item!r}: want SELECTION:SEED, SELECTION one of {', '.join(PATH_SELECTIONS)}")
-        runs.append((selection.upper(), whole_number(0)(seed)))
+            raise ValueError(f"{item!r}: want SELECTION:SEED, SELECTION one of {', '.join(PATH_SELECTIONS)}")
+        if not seed.strip().isdigit():
+            raise ValueError(f"{item!r}: the seed must be a whole number >= 0")
+        runs.append((selection.upper(), int(seed)))
     if len(set(runs)) != len(runs):
-        raise argparse.ArgumentTypeError(f"a run given twice: {text!r}")
+        raise ValueError(f"a run given twice: {text!r}")
     return runs
 
 
@@ -222,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("targets", nargs="+", choices=["bmv2", "tofino", "tofino2"])
     parser.add_argument("--max-tests", type=whole_number(0), default=100,
                         help="p4testgen --max-tests, per run (0: until no path is left)")
-    parser.add_argument("--runs", type=run_list, default=None,
+    parser.add_argument("--runs", type=parsed_by(run_list), default=None,
                         help=f"comma-separated SELECTION:SEED, SELECTION one of {', '.join(PATH_SELECTIONS)} "
                              f"(default: bmv2 {BMV2_RUNS}; tofino {TOFINO_RUNS})")
     parser.add_argument("--timeout", type=real_number(0, above=True), default=3600.0, help="seconds for one p4testgen run")
