@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -234,7 +235,8 @@ def test_a_second_build_in_the_same_directory_is_refused(sandbox: Path, tmp_path
     build = tmp_path / "build"
     build.mkdir()
     (build / "lock.pid").write_text("4242\n")
-    with subprocess.Popen(["flock", str(build / "lock"), "sleep", "60"]) as holder:
+    # its own process group: flock's child (the sleep) goes with it, not only flock
+    with subprocess.Popen(["flock", str(build / "lock"), "sleep", "60"], start_new_session=True) as holder:
         try:
             deadline = time.monotonic() + 10
             while subprocess.run(["flock", "-n", str(build / "lock"), "true"]).returncode == 0:
@@ -242,7 +244,7 @@ def test_a_second_build_in_the_same_directory_is_refused(sandbox: Path, tmp_path
                 time.sleep(0.05)
             done = run(sandbox, P4HANDOFF_TOOLCHAIN_DIR=str(build))
         finally:
-            holder.kill()
+            os.killpg(holder.pid, signal.SIGKILL)
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert "another toolchain build (pid 4242) is using" in done.stderr and "P4HANDOFF_TOOLCHAIN_DIR" in done.stderr
     assert "checks: ok" in done.stdout and not re.search(r"^\[\d\d:", done.stdout, re.M), "no step was started"
