@@ -112,6 +112,15 @@ def translate(p4info: P4Info, write: NamedWrite, queues: TnaQueues = TnaQueues()
     return UpdateType.INSERT, TableEntry(name, match, action, params, prio if needs_priority else 0)
 
 
+def ipv4_start(packet: bytes | bytearray, offset: int = 0, need: int = 4) -> int | None:
+    """Where the IPv4 header of the Ethernet frame at `offset` starts, if it is IPv4 and at least `need` bytes
+    of that header are there; else None."""
+    start = offset + ETH_HEADER
+    if len(packet) < start + need or int.from_bytes(packet[offset + 12:offset + 14], "big") != ETHERTYPE_IPV4:
+        return None
+    return start
+
+
 def ipv4_checksum(header: bytes) -> int:
     """RFC 791 header checksum of `header` with its checksum field taken as 0."""
     words = header[:10] + b"\0\0" + header[12:]
@@ -125,9 +134,9 @@ def with_valid_checksums(packet: bytes, offset: int = 0) -> bytes:
     """`packet` (Ethernet at `offset`) with the outer and, for IPv4-in-IPv4, the inner IPv4 header checksum
     made valid; headers that do not parse (version, IHL, truncation) are left as they are."""
     out = bytearray(packet)
-    if len(out) < offset + ETH_HEADER or int.from_bytes(out[offset + 12:offset + 14], "big") != ETHERTYPE_IPV4:
+    start = ipv4_start(out, offset, need=0)
+    if start is None:
         return packet
-    start = offset + ETH_HEADER
     for _ in range(2):
         if len(out) < start + 20 or out[start] >> 4 != 4 or out[start] & 0xF < 5:
             break
@@ -152,8 +161,8 @@ def bmv2_test(test: GeneratedTest, tna_cpu_port: int, bmv2_cpu_port: int, packet
 
 def ipv4_overruns_frame(packet: bytes, offset: int = 0) -> bool:
     """Does the outer IPv4 header's total length claim more bytes than the frame has?"""
-    start = offset + ETH_HEADER
-    if len(packet) < start + 4 or int.from_bytes(packet[offset + 12:offset + 14], "big") != ETHERTYPE_IPV4:
+    start = ipv4_start(packet, offset)
+    if start is None:
         return False
     return int.from_bytes(packet[start + 2:start + 4], "big") > len(packet) - start
 
@@ -166,8 +175,8 @@ OPTIONS_ARTEFACT = ("P4Testgen's Tofino model extracts IPv4 options at the varbi
 def options_short_of_max(packet: bytes, offset: int = 0) -> bool:
     """Does the packet carry an IPv4 header (outer, or inner of IPv4-in-IPv4) with options shorter than 40 bytes
     (IHL 6..14)? Only such options are extracted wrongly by P4Testgen's Tofino model (OPTIONS_ARTEFACT)."""
-    start = offset + ETH_HEADER
-    if len(packet) < start + 20 or int.from_bytes(packet[offset + 12:offset + 14], "big") != ETHERTYPE_IPV4:
+    start = ipv4_start(packet, offset, need=20)
+    if start is None:
         return False
     ihl = packet[start] & 0xF
     if 5 < ihl < 15:
