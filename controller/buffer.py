@@ -118,15 +118,22 @@ class BufferPool:
         return packet
 
     def promote_returned(self, mh: str) -> None:
-        """Returned packets go before everything still queued (they were released earlier)."""
+        """Returned packets go before everything still queued (they were released earlier).
+
+        A promotion that moves nothing is not journaled: a marker back after the flush would
+        otherwise leave a record in a spool just emptied."""
         buf = self._buffers[mh]
+        if not buf.returned:
+            return
         buf.returned.extend(buf.main)
         buf.main, buf.returned = buf.returned, deque()
         self._journal(Record(PROMOTE, mh, segment="returned"))
 
     def promote_pending(self, mh: str) -> None:
-        """The gateway's held packets follow everything the old BS punted."""
+        """The gateway's held packets follow everything the old BS punted (nothing held: nothing journaled)."""
         buf = self._buffers[mh]
+        if not buf.pending:
+            return
         buf.main.extend(buf.pending)
         buf.pending.clear()
         self._journal(Record(PROMOTE, mh, segment="pending"))

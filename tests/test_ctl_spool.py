@@ -140,6 +140,23 @@ def test_the_spool_is_emptied_when_every_buffer_is(tmp_path):
     spool.close()
 
 
+def test_a_promotion_after_the_flush_leaves_the_emptied_spool_empty(tmp_path):
+    """A marker that comes back (or times out) after its buffer was flushed promotes nothing: no record."""
+    spool = Spool(tmp_path / "s.spool")
+    spool.open()
+    pool = BufferPool(10, spool)
+    pool.add_mh("a", 4)
+    pool.push("a", b"1", segment="pending")
+    pool.promote_pending("a")
+    pool.pop_main("a")
+    pool.commit()
+    assert (tmp_path / "s.spool").stat().st_size == 0
+    pool.promote_pending("a")
+    pool.promote_returned("a")
+    assert (tmp_path / "s.spool").stat().st_size == 0
+    spool.close()
+
+
 # ---- a controller restart mid-handoff, on the in-memory network
 
 def make(spool_path: Path | None, **latency: float) -> tuple[FakeNet, Mobility]:

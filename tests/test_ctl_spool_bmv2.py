@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from p4handoff.controller.release_fence import FENCE_TIMEOUT
+from p4handoff.controller.spool import decode_all
 from p4handoff.topo.testbed import Collector, Testbed, mh_ip, mh_name, received_seqs
 from tests.bmv2_support import BMV2_NETNS_MARKS, attach, running_testbed
 
@@ -52,8 +54,11 @@ def test_killed_while_buffering_the_restarted_controller_flushes_everything(tb):
     assert [s for s, _ in received_seqs(cell2.stop(), mh_ip(0))] == list(range(N))
     assert received_seqs(cell1.stop(), mh_ip(0)) == []
     tb.wait_for(lambda s: s["buffer_total"] == 0)
-    time.sleep(0.2)
-    assert spool.stat().st_size == 0
+    # emptied once the last release's fence is answered (at the latest when it expires)
+    deadline = time.monotonic() + FENCE_TIMEOUT + 1.0
+    while spool.stat().st_size and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert spool.stat().st_size == 0, f"left in the spool: {decode_all(spool.read_bytes())[0]}"
 
 
 def test_killed_as_the_handoff_starts_nothing_buffered_is_lost(tb):
