@@ -37,7 +37,8 @@ Three simple_switch_grpc (gateway + 2 BSs, topo/testbed.py) and the real
   p4rt_parse100_ms  parsing that request's bytes, median of 50
   protobuf_backend  the protobuf implementation those two ran on
 (the last three need only build/bs.p4info.txtpb, not BMv2)
-`--only buffer-path`: only the two buffer paths.
+`--only PART` (repeatable): only these parts: single (handoff_p*_ms, status), flush64, rate (handoffs_per_s),
+  groups (controller path), groups-service, buffer-path (both kinds).
 `--smoke`: 3 handoffs, 20 registered MHs, 2 groups of 8, bursts of 64 (the test suite's check that it runs).
 `--profile`: the daemon of the single-MH and the handoffs/s runs is profiled (bench/ctl_profile.py), each
   run's handoffs only; where its time goes is printed per stage in µs per handoff (`profile_single_us`,
@@ -69,6 +70,7 @@ from p4handoff.bmv2 import bmv2_available  # noqa: E402
 from p4handoff.netns import unavailable_reason  # noqa: E402
 
 BUFFERED = 10
+PARTS = ("single", "flush64", "rate", "groups", "groups-service", "buffer-path")
 STATUS_ROUNDS = 20
 SO_TIMESTAMPNS = 35       # Linux, <asm-generic/socket.h> (the socket module does not name it)
 
@@ -334,7 +336,7 @@ def main() -> int:
     ap.add_argument("--groups", type=whole_number(1), default=20)
     ap.add_argument("--burst", type=whole_number(1), default=512, help="packets through the buffer path")
     ap.add_argument("--rounds", type=whole_number(1), default=7, help="buffer path bursts (medians)")
-    ap.add_argument("--only", choices=("buffer-path",), help="run only this part (the buffer path, both kinds)")
+    ap.add_argument("--only", choices=PARTS, action="append", help="run only this part (repeatable; module doc)")
     ap.add_argument("--smoke", action="store_true", help="3 handoffs, 20 MHs, 10 movers, 2 groups of 8 (tests)")
     ap.add_argument("--profile", action="store_true",
                     help="only the single-MH and handoffs/s runs, their daemon profiled (module doc)")
@@ -366,9 +368,9 @@ def main() -> int:
             profiled(tmp_path, args)
             print(f"load_at_end: {os.getloadavg()[0]:.2f}")
             return 0
-        if args.only != "buffer-path":
-            figures(tmp_path, args)
-        for service in (False, True):
+        parts = set(args.only or PARTS)
+        figures(tmp_path, args, parts)
+        for service in (False, True) if "buffer-path" in parts else ():
             punt, release, pipeline, ratio = buffer_path(tmp_path / f"e{int(service)}", args.burst, args.rounds, service)
             tag = "" if service else "_controller"
             print(f"punt_pps{tag}: {punt:.0f}")
@@ -386,26 +388,29 @@ def profiled(tmp_path: Path, args: argparse.Namespace) -> None:
     print(f"handoffs_per_s: {handoff_rate(tmp_path / 'c', args.mobiles, args.movers, profile=True):.1f}")
 
 
-def figures(tmp_path: Path, args: argparse.Namespace) -> None:
-    """Everything but the buffer path (module doc), in one run."""
-    times = completion_times(tmp_path / "a", args.handoffs)
-    print(f"handoffs_measured: {len(times)}")
-    print(f"handoff_p50_ms: {percentile(times, 50):.2f}")
-    print(f"handoff_p99_ms: {percentile(times, 99):.2f}")
-    print(f"handoff_mean_ms: {statistics.fmean(times):.2f}")
-    flush_ms, pps = flush_full_buffer(tmp_path / "b")
-    print(f"flush64_ms: {flush_ms:.2f}")
-    print(f"punt_to_release_pps: {pps:.0f}")
-    rate = handoff_rate(tmp_path / "c", args.mobiles, args.movers)
-    print(f"registered_mhs: {args.mobiles}")
-    print(f"handoffs_per_s: {rate:.1f}")
-    groups = group_handoffs(tmp_path / "d", args.group, args.groups)
-    print(f"groups_measured: {len(groups)} of {args.group} MHs, {BUFFERED} packets buffered each")
-    print(f"group_handoff_ms_k{args.group}_p50: {percentile(groups, 50):.2f}")
-    print(f"group_handoff_ms_k{args.group}_p99: {percentile(groups, 99):.2f}")
-    groups = group_handoffs(tmp_path / "d1", args.group, args.groups, service=True)
-    print(f"group_handoff_ms_k{args.group}_service_p50: {percentile(groups, 50):.2f}")
-    print(f"group_handoff_ms_k{args.group}_service_p99: {percentile(groups, 99):.2f}")
+def figures(tmp_path: Path, args: argparse.Namespace, parts: set[str]) -> None:
+    """Everything but the buffer path (module doc) that `parts` names, in one run."""
+    if "single" in parts:
+        times = completion_times(tmp_path / "a", args.handoffs)
+        print(f"handoffs_measured: {len(times)}")
+        print(f"handoff_p50_ms: {percentile(times, 50):.2f}")
+        print(f"handoff_p99_ms: {percentile(times, 99):.2f}")
+        print(f"handoff_mean_ms: {statistics.fmean(times):.2f}")
+    if "flush64" in parts:
+        flush_ms, pps = flush_full_buffer(tmp_path / "b")
+        print(f"flush64_ms: {flush_ms:.2f}")
+        print(f"punt_to_release_pps: {pps:.0f}")
+    if "rate" in parts:
+        rate = handoff_rate(tmp_path / "c", args.mobiles, args.movers)
+        print(f"registered_mhs: {args.mobiles}")
+        print(f"handoffs_per_s: {rate:.1f}")
+    for service in ("groups" in parts and (False,) or ()) + ("groups-service" in parts and (True,) or ()):
+        groups = group_handoffs(tmp_path / f"d{int(service)}", args.group, args.groups, service=service)
+        tag = "_service" if service else ""
+        if not service:
+            print(f"groups_measured: {len(groups)} of {args.group} MHs, {BUFFERED} packets buffered each")
+        print(f"group_handoff_ms_k{args.group}{tag}_p50: {percentile(groups, 50):.2f}")
+        print(f"group_handoff_ms_k{args.group}{tag}_p99: {percentile(groups, 99):.2f}")
 
 
 if __name__ == "__main__":

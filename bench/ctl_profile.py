@@ -33,6 +33,7 @@ STAGES: list[tuple[str, str, str | tuple[str, ...]]] = [
     ("        of which the RPCs (sending, waiting for the answers)", "controller/p4runtime/client.py",
      ("result", "_rpc")),
     ("      packet-outs (_send: replies, releases, markers, notes)", "controller/daemon.py", "_send"),
+    ("        of which waiting for credit (_await_credit)", "controller/daemon.py", "_await_credit"),
     ("      release fences (_fence_releases)", "controller/daemon.py", "_fence_releases"),
     ("  timers (Mobility.on_time)", "controller/mobility.py", "on_time"),
     ("  operator requests (ctl status, detach)", "controller/daemon.py", "_on_request"),
