@@ -1,7 +1,7 @@
 """What happens when a handoff's time runs out: markers, the flush, holds, binding and probe lifetimes.
 
 Every deadline is a (time, MH) on the shared `TimerHeap`; `on_time(now)` runs
-each MH's due ones at once. A marker that does not come back counts as
+each MH's due ones at once and answers one effect list per MH. A marker that does not come back counts as
 returned (its punted packets are released), a flush past its timeout
 completes the handoff (`forced`), an old BS's hold ends its priority
 tunnel, an expired binding detaches the MH, an expired probe path goes down.
@@ -25,12 +25,12 @@ class HandoffTimers:
         self.ipf = ipf
         self.probe = probe
 
-    def on_time(self, now: float) -> list[Effect]:
-        """Run every timer due at `now`: marker and flush timeouts, hold expiry, binding lifetimes."""
-        fx: list[Effect] = []
-        for name in sorted(self.state.timers.pop_due(now)):
-            fx += self._expire(self.state.mhs[name], now)
-        return fx
+    def on_time(self, now: float) -> list[list[Effect]]:
+        """Run every timer due at `now`: marker and flush timeouts, hold expiry, binding lifetimes; one
+        effect list per MH whose timers were due (each MH's list is its own input: the daemon batches
+        them as it does packet-ins, so 200 timed-out markers are not 400 Writes one after another)."""
+        return [fx for name in sorted(self.state.timers.pop_due(now))
+                if (fx := self._expire(self.state.mhs[name], now))]
 
     def _expire(self, st: MhState, now: float) -> list[Effect]:
         """Whatever of `st` is due at `now`, in order: markers, flush, holds, binding, probe path."""

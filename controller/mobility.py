@@ -94,8 +94,8 @@ class Mobility:
 
     # ------------------------------------------------------------------ time and restarts
 
-    def on_time(self, now: float) -> list[Effect]:
-        """Run every timer due at `now` (`HandoffTimers.on_time`)."""
+    def on_time(self, now: float) -> list[list[Effect]]:
+        """Run every timer due at `now`: one effect list per MH (`HandoffTimers.on_time`)."""
         return self.timers.on_time(now)
 
     def restore_buffers(self, records: list[Record]) -> None:

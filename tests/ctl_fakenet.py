@@ -60,7 +60,7 @@ class FakeNet:
         self._events: list[tuple[float, int, Callable[[], None]]] = []
         self._order = itertools.count()
         self._busy_until = 0.0      # the controller is one thread: writes block it
-        self._inbox: deque[Callable[[], list[Effect]]] = deque()
+        self._inbox: deque[Callable[[], list[list[Effect]]]] = deque()     # each: the inputs it handles
         self._pump_at: float | None = None
         self._timer_queued = False
         self._idents = itertools.count(1)
@@ -84,7 +84,7 @@ class FakeNet:
             self.now = max(self.now, nxt)
             if t_tm is not None and t_tm <= nxt and (t_ev is None or t_tm <= t_ev):
                 self._timer_queued = True
-                self.controller(self._on_time)
+                self._queue(self._on_time)
             else:
                 _, _, fn = heapq.heappop(self._events)
                 fn()
@@ -92,12 +92,15 @@ class FakeNet:
 
     # ---- the controller side
 
-    def _on_time(self) -> list[Effect]:
+    def _on_time(self) -> list[list[Effect]]:
         self._timer_queued = False
-        return self.mobility.on_time(self.now)
+        return self.mobility.on_time(self.now)          # one input per MH, as the daemon batches them
 
     def controller(self, step: Callable[[], list[Effect]], what: str = "input") -> None:
         """Queue one controller input; inputs run in arrival order whenever the controller is free."""
+        self._queue(lambda: [step()], what)
+
+    def _queue(self, step: Callable[[], list[list[Effect]]], what: str = "input") -> None:
         if self.down:
             self.lost_inputs.append(what)
             return
@@ -119,11 +122,12 @@ class FakeNet:
                     self.at(self._busy_until, self._pump)
                 return
             if not self.batched:
-                self.apply(self._inbox.popleft()())
+                self.apply([e for fx in self._inbox.popleft()() for e in fx])
                 continue
             batch = EffectBatch(owners_in(self.net), self.net.controller.address)
             while self._inbox:
-                batch.add(self._inbox.popleft()())
+                for fx in self._inbox.popleft()():
+                    batch.add(fx)
             self.apply_steps(batch.steps())
 
     def apply(self, effects: list[Effect], commit: bool = True) -> None:
@@ -186,12 +190,12 @@ class FakeNet:
         elif isinstance(e, Completed):
             self.completed.append((e.mh, t - e.started))
 
-    def _punted(self, switch: str, packet: bytes) -> list[Effect]:
-        fx = self.mobility.packet_in(switch, packet, self.now)
+    def _punted(self, switch: str, packet: bytes) -> list[list[Effect]]:
+        """The punt, and each marker it stood in for, as inputs of their own (as the daemon adds them)."""
         nonce = marker_nonce(parse_ipv4(packet))
-        for other in self._followers.pop(nonce, []) if nonce is not None else []:
-            fx += self.mobility.marker_back(switch, other, self.now)
-        return fx
+        return [self.mobility.packet_in(switch, packet, self.now)] + [
+            self.mobility.marker_back(switch, other, self.now)
+            for other in (self._followers.pop(nonce, []) if nonce is not None else [])]
 
     def _install(self, e: SetRoute) -> None:
         if e.action is None:
@@ -227,8 +231,7 @@ class FakeNet:
             self.at(self.now + self.link, lambda: self._arrive(route.peer, packet, route.priority, "tunnel"))
         elif isinstance(route, Punt):
             self.at(self.now + self.punt,
-                    lambda: self.controller(lambda: self._punted(switch, packet),
-                                            f"punt {ip.dst} {_seq(packet)}"))
+                    lambda: self._queue(lambda: self._punted(switch, packet), f"punt {ip.dst} {_seq(packet)}"))
 
     def _to_port(self, switch: str, port: int, packet: bytes, priority: bool, via: str) -> None:
         ip = parse_ipv4(packet)

