@@ -92,7 +92,7 @@ class Daemon:
         self.status_rounds = StatusRounds(net, self.sessions, self.states)
         self.fences = ReleaseFences()          # buffer releases journaled once their switches read them
         self._released_to: set[str] = set()    # switches given a release since the last fence
-        self.credit = ReleaseCredit()          # packet-outs per switch not yet seen read (release_credit.py)
+        self.credit = ReleaseCredit(c.packet_out_window)    # packet-outs per switch not yet seen read
         self._owner = owners_in(net)
         self._held: deque[object] = deque()     # an event met while collecting a batch: handled next
         self._followers: dict[int, tuple[float, list[int]]] = {}   # kept marker -> (until, markers it stands for)

@@ -27,6 +27,7 @@ from p4handoff.controller.network_bufsvc import PORT_BUFFER, BufferService
 from p4handoff.docmodel import IPv4, MAC, NAME_PATTERN, Checked, DocModel, Loc, Name, PathText, Problem, fail, \
     field_path, hidden_default, kind, message, no_default, validate_all, whole
 from p4handoff.controller.network_security import PuntBudget, TlsConfig, beside
+from p4handoff.controller.release_credit import WINDOW as CREDIT_WINDOW
 from p4handoff.wire import DSCP_BEST_EFFORT, DSCP_IPF_PRIORITY_DEFAULT, DSCP_LE, PORT_MAX
 from p4handoff.paths import V1MODEL, pipeline_files
 from p4handoff.yamlfile import DocumentError, read_yaml
@@ -210,6 +211,10 @@ class ControllerConfig(DocModel):
         default=200, description="drain marker not back by then: proceed without it")
     flush_timeout_ms: Annotated[int, whole(1, 600_000)] = Field(
         default=2000, description="a handoff that has not drained by then is completed anyway")
+    packet_out_window: Annotated[int, whole(1, 65_536)] = Field(
+        default=CREDIT_WINDOW, description="packet-outs per switch not yet seen read by its ingress (release_credit.py): at "
+                                "most half the switches' egress queue depth (BMv2's default 64: 32); a switch "
+                                "whose queues are deeper takes a larger window, and a flush waits less")
     target: Literal["v1model", "tofino", "tofino2"] = Field(
         default=V1MODEL, description="the program the switches run: p4src/v1model/bs.p4 on BMv2 (v1model) or p4src/tna "
                                      "on Tofino-1/-2 (docs/tofino.md); sets the default p4info and device_config")

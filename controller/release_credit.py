@@ -25,6 +25,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 WINDOW = 32     # packet-outs per switch: half of BMv2's default egress depth, the other half for what is still queued
+# (the description's `controller.packet_out_window`: a deployment whose switches have deeper queues sets it)
 
 
 @dataclass
