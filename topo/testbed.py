@@ -231,6 +231,7 @@ class Testbed:
             self.keys = write_keys(self.keys_path, [mh_name(i) for i in range(n_mobiles)] + ["ch"]
                                    + (["bufsvc"] if buffer_service else []))
         self._idents: dict[tuple[int, int], int] = {}     # (MH, the caller's ident) -> the identification sent
+        self._last_ident: dict[int, int] = {}              # MH -> the highest identification it sent
         self.pki = self.workdir / "pki"
         self.tls: dict[str, SwitchTls] = {}
         self.controller_tls: TlsFiles | None = None
@@ -402,8 +403,8 @@ class Testbed:
         port = self.hosts[CELL_IFACE[bs]]
         host_key = self.keys.get(mh_name(i)) if self.keys is not None else None
         if host_key is not None:
-            last = max((v for (j, _), v in self._idents.items() if j == i), default=0)
-            ident = self._idents.setdefault((i, ident), max(ntp_time(time.time()), last + 1))
+            ident = self._idents.setdefault((i, ident), max(ntp_time(time.time()), self._last_ident.get(i, 0) + 1))
+            self._last_ident[i] = max(self._last_ident.get(i, 0), ident)
         req = RegistrationRequest(mh_ip(i), care_of or mh_ip(i), SWITCH_IP["gw"], lifetime, ident, flags)
         src = care_of or mh_ip(i)
         payload = sign(req.encode(), host_key) if host_key is not None else req.encode()
