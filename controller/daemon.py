@@ -32,7 +32,7 @@ from typing import Any, Callable
 from p4handoff.controller.bufsvc_link import ServiceArrivals, ServiceReleased, ServiceState
 from p4handoff.controller.bufsvc_path import PROBE, ServicePath
 from p4handoff.controller.control import ControlRequest, ControlServer
-from p4handoff.controller.eventlog import JsonLog
+from p4handoff.controller.eventlog import JsonLog, flush, held
 from p4handoff.controller.description_watch import DescriptionWatch
 from p4handoff.controller.effect_batch import EffectBatch, owners_in
 from p4handoff.controller.intents import Completed, Effect, PacketEffect, Release
@@ -206,9 +206,10 @@ class Daemon:
             deadline = self.mobility.next_deadline()
             if deadline is not None and deadline <= now and not self._arrived_by(deadline):
                 batch = self._batch()
-                for fx in self.mobility.on_time(now):     # each MH's timers are an input of its own
-                    batch.add(fx)
-                self._flush(batch)
+                with held(self.log):
+                    for fx in self.mobility.on_time(now):     # each MH's timers are an input of its own
+                        batch.add(fx)
+                    self._flush(batch)
         except Exception as exc:        # a bug must not take every MH's buffer and the switches down with it
             self.log("internal_error", {"error": repr(exc), "event": type(ev).__name__,
                                         "trace": traceback.format_exc(limit=8)})
@@ -336,6 +337,7 @@ class Daemon:
         self._followers = {k: v for k, v in self._followers.items() if v[0] > now}
         for step in batch.steps():
             write_step(step.writes, self.states, self.sessions, self.programmer, self.counters, self.log)
+            flush(self.log)                 # what led to the step's packets is in the log before they leave
             for e in step.after:
                 if isinstance(e, Completed):
                     self.log("handoff_active", {"mh": e.mh,
@@ -453,9 +455,10 @@ class Daemon:
         """`first` and the packet-ins already queued behind it (at most MAX_BATCH), handled one by one in
         arrival order, their effects flushed together: registrations sent together share Writes."""
         batch = self._batch()
-        with self.replay.deferred():        # the batch's accepted registrations: one write (and fsync)
-            self._collect_packet_ins(first, batch)
-        self._flush(batch)                  # replies and notifications only now: journaled before they leave
+        with held(self.log):                # the batch's log lines: one write (each step's before its packets)
+            with self.replay.deferred():    # the batch's accepted registrations: one write (and fsync)
+                self._collect_packet_ins(first, batch)
+            self._flush(batch)              # replies and notifications only now: journaled before they leave
 
     def _collect_packet_ins(self, first: PacketInEvent, batch: EffectBatch) -> None:
         ev: object = first
@@ -501,14 +504,15 @@ class Daemon:
         assert self.bufsvc is not None
         batch, now, last = self._batch(), time.monotonic(), first
         ev: ServiceArrivals | None = first
-        with self.mobility.pool.deferred_journal():
-            while ev is not None:
-                for switch, packet in self.bufsvc.accepted(ev):
-                    batch.add(self.mobility.packet_in(switch, packet, now))
-                    for nonce in self._stood_for(packet) if self._followers else []:
-                        batch.add(self.mobility.marker_back(switch, nonce, now))
-                last, ev = ev, self._queued_arrivals()
-        self._flush(batch)
+        with held(self.log):
+            with self.mobility.pool.deferred_journal():
+                while ev is not None:
+                    for switch, packet in self.bufsvc.accepted(ev):
+                        batch.add(self.mobility.packet_in(switch, packet, now))
+                        for nonce in self._stood_for(packet) if self._followers else []:
+                            batch.add(self.mobility.marker_back(switch, nonce, now))
+                    last, ev = ev, self._queued_arrivals()
+            self._flush(batch)
         self.bufsvc.ack(last)          # handled and journaled: the service may forget them
 
     def _queued_arrivals(self) -> ServiceArrivals | None:

@@ -114,8 +114,7 @@ def ethernet(dst_mac: str, src_mac: str, packet: bytes) -> bytes:
 def udp_packet(src: str, dst: str, sport: int, dport: int, payload: bytes, dscp: int = 0) -> bytes:
     """An IPv4/UDP packet with a valid UDP checksum."""
     length = UDP_LEN + len(payload)
-    pseudo = ipaddress.IPv4Address(src).packed + ipaddress.IPv4Address(dst).packed \
-        + struct.pack("!BBH", 0, IP_PROTO_UDP, length)
+    pseudo = _packed(src) + _packed(dst) + struct.pack("!BBH", 0, IP_PROTO_UDP, length)
     head = struct.pack("!HHHH", sport, dport, length, 0)
     csum = checksum(pseudo + head + payload) or 0xFFFF
     return ipv4_header(src, dst, IP_PROTO_UDP, length, dscp) + struct.pack("!HHHH", sport, dport, length, csum) \

@@ -10,6 +10,7 @@ controller rebuilds where every MH is from what the switches hold.
 """
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections import Counter
 from dataclasses import replace
@@ -34,7 +35,9 @@ T_PORT_ROLE, T_IPF_PEER, T_TUNNEL_TERM, T_ARP, T_FWD, T_IPF_CONFIG = (
     "port_role", "ipf_peer", "tunnel_term", "arp_gateway", "ipv4_fwd", "ipf_config")
 
 
+@functools.lru_cache(maxsize=65_536)
 def ip(addr: str) -> int:
+    """An IPv4 address as an int, parsed strictly once per address (each route entry's match names one)."""
     return int(ipaddress.IPv4Address(addr))
 
 

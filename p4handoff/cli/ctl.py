@@ -174,7 +174,7 @@ def _run(args: argparse.Namespace) -> int:
     from p4handoff.controller.daemon import Daemon, JsonLog   # grpc and the protos load only here
     from p4handoff.keyfile import KeyFileError
 
-    log_file = open(args.log, "a", buffering=1) if args.log else None
+    log_file = open(args.log, "a") if args.log else None        # JsonLog flushes (a batch's lines at once)
     try:
         try:
             daemon = Daemon(net, JsonLog(log_file or sys.stderr), socket_path=args.socket,
