@@ -10,7 +10,9 @@ Three simple_switch_grpc (gateway + 2 BSs, topo/testbed.py) and the real
       (the `duration_ms` of each `handoff_active` log line)
   handoffs_per_s  1000 registered MHs; RATE_MHS of them hand off at once
       (registrations sent back to back): handoffs / (last completion - first
-      registration processed)
+      registration processed); rate_controller_cpu_ms_per_handoff / rate_switches_cpu_ms_per_handoff:
+      the CPU time (user + system) the controller process and the three switches used over that phase, per
+      handoff (what the rate would be bound by on a machine whose cores they had to themselves)
   group_handoff_ms_k64_p50 / _p99  a group handoff (IPF's bus): 64 MHs, each
       with BUFFERED packets buffered, send their registrations together; the
       first registration sent -> the last of the 64 `handoff_active` (new BS
@@ -149,6 +151,19 @@ def flush_full_buffer(workdir: Path) -> tuple[float, float]:
         tb.close()
 
 
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system, all threads) the process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_of(tb: Testbed) -> tuple[float, float]:
+    """CPU seconds used so far by the controller and by the three switches together: what a handoff costs
+    whatever share of the cores the machine's load leaves them."""
+    assert tb.controller is not None
+    return cpu_s(tb.controller.pid), sum(cpu_s(sw.proc.pid) for sw in tb.switches.values() if sw.proc is not None)
+
+
 def handoff_rate(workdir: Path, n_mobiles: int, movers: int, profile: bool = False) -> float:
     # its 1,000 MHs register in one cell within a second: far above a cell's punt budget (default 100/s)
     tb = Testbed(workdir, n_mobiles=n_mobiles, hold_time_ms=200, punt_budget={"packets_per_s": 10_000, "burst": 2_000})
@@ -164,9 +179,13 @@ def handoff_rate(workdir: Path, n_mobiles: int, movers: int, profile: bool = Fal
         base = len(tb.log_events("handoff_active"))
         if tb.controller is not None and prof is not None:
             phase_start(tb.controller)
+        cpu0 = cpu_of(tb)
         for i in range(movers):
             tb.register(i, "bs2", 2, wait_reply=0)
         done = wait_handoffs(tb, base + movers, 120)[base:]
+        ctl_s, sw_s = (b - a for a, b in zip(cpu0, cpu_of(tb)))
+        print(f"rate_controller_cpu_ms_per_handoff: {ctl_s * 1e3 / movers:.2f}")
+        print(f"rate_switches_cpu_ms_per_handoff: {sw_s * 1e3 / movers:.2f}")
         starts = [e for e in tb.log_events("handoff_start")][-movers:]
         elapsed = max(d["ts"] for d in done) - min(s["ts"] for s in starts)
         if prof is not None:
