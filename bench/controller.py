@@ -18,6 +18,8 @@ Three simple_switch_grpc (gateway + 2 BSs, topo/testbed.py) and the real
       first registration sent -> the last of the 64 `handoff_active` (new BS
       delivering, its buffer flushed and drained, gateway rerouted); 20 groups
       ping-ponging bs1 <-> bs2; `_service_p50` / `_service_p99`: the same through the buffer service
+      (`--service-window N`: its release window); group_k64_lost / _service_lost: buffered packets of all
+      the groups that did not reach their MH
   punt_pps / release_pps / pipeline_pps  the buffer path against the pipeline,
       on the same switches in one run: BURST packets sent back to back to a
       detached MH (punt_pps: first sent -> all in its buffer), released when it
@@ -67,7 +69,8 @@ from p4handoff.argtypes import whole_number  # noqa: E402
 from p4handoff.controller.p4runtime import P4Info, TableEntry, UpdateType  # noqa: E402
 from p4handoff.controller.p4runtime._protos import p4runtime_pb2  # noqa: E402
 from p4handoff.controller.p4runtime.client import write_request  # noqa: E402
-from p4handoff.topo.testbed import CELL_IFACE, ETH_P_ALL, PACKET_OUTGOING, Testbed, mh_ip, mh_name, parse_udp_frame  # noqa: E402
+from p4handoff.topo.testbed import CELL_IFACE, ETH_P_ALL, PACKET_OUTGOING, Collector, Testbed, mh_ip, mh_name, \
+    parse_udp_frame, received_seqs  # noqa: E402
 from p4handoff.bmv2 import bmv2_available  # noqa: E402
 from p4handoff.netns import unavailable_reason  # noqa: E402
 
@@ -247,10 +250,15 @@ def all_buffered(status: dict, n: int) -> bool:
     return all(m["buffer"] >= n for m in status["mobile_hosts"])
 
 
-def group_handoffs(workdir: Path, k: int, groups: int, service: bool = False) -> list[float]:
+def group_handoffs(workdir: Path, k: int, groups: int, service: bool = False,
+                   window: int | None = None) -> tuple[list[float], int]:
     """ms from the first of k registrations sent together to the last of their handoffs active, per group
-    (`service`: the buffer path is the buffer service)."""
-    tb = Testbed(workdir, n_mobiles=k, hold_time_ms=50, buffer_service=service)
+    (`service`: the buffer path is the buffer service, `window` its release window), and how many of the
+    buffered packets did not reach their MH in all the groups (a faster flush must not buy its speed with
+    losses)."""
+    tb = Testbed(workdir, n_mobiles=k, hold_time_ms=50, buffer_service=service,
+                 **({"service_window": window} if window else {}))
+    lost = 0
     try:
         tb.start()
         tb.start_controller(timeout=120)
@@ -267,15 +275,19 @@ def group_handoffs(workdir: Path, k: int, groups: int, service: bool = False) ->
                     tb.hosts["ch"].send(tb.data_frame(i, g * BUFFERED + seq))
                 tb.wait_for(functools.partial(all_buffered, n=seq + 1), timeout=30)
             base = len(tb.log_events("handoff_active"))
+            cell = Collector(tb.hosts[CELL_IFACE[cells[g % 2]]])
             t0 = time.time()
             for i in range(k):
                 tb.register(i, cells[g % 2], g + 2, wait_reply=0)
             done = wait_handoffs(tb, base + k, 60)[base:]
             spans.append((max(d["ts"] for d in done) - t0) * 1e3)
             time.sleep(0.1)                          # the holds expire
+            frames = cell.stop()
+            lost += sum(len(set(range(g * BUFFERED, (g + 1) * BUFFERED))
+                            - {s for s, _ in received_seqs(frames, mh_ip(i))}) for i in range(k))
             for port in tb.hosts.values():
                 port.drain()
-        return spans
+        return spans, lost
     finally:
         tb.close()
 
@@ -355,6 +367,8 @@ def main() -> int:
     ap.add_argument("--groups", type=whole_number(1), default=20)
     ap.add_argument("--burst", type=whole_number(1), default=512, help="packets through the buffer path")
     ap.add_argument("--rounds", type=whole_number(1), default=7, help="buffer path bursts (medians)")
+    ap.add_argument("--service-window", type=whole_number(1), default=None,
+                    help="the buffer service's release window in the group runs (default: the description's, 32)")
     ap.add_argument("--only", choices=PARTS, action="append", help="run only this part (repeatable; module doc)")
     ap.add_argument("--smoke", action="store_true", help="3 handoffs, 20 MHs, 10 movers, 2 groups of 8 (tests)")
     ap.add_argument("--profile", action="store_true",
@@ -424,12 +438,16 @@ def figures(tmp_path: Path, args: argparse.Namespace, parts: set[str]) -> None:
         print(f"registered_mhs: {args.mobiles}")
         print(f"handoffs_per_s: {rate:.1f}")
     for service in ("groups" in parts and (False,) or ()) + ("groups-service" in parts and (True,) or ()):
-        groups = group_handoffs(tmp_path / f"d{int(service)}", args.group, args.groups, service=service)
+        groups, lost = group_handoffs(tmp_path / f"d{int(service)}", args.group, args.groups, service=service,
+                                      window=args.service_window if service else None)
         tag = "_service" if service else ""
         if not service:
             print(f"groups_measured: {len(groups)} of {args.group} MHs, {BUFFERED} packets buffered each")
+        else:
+            print(f"service_window: {args.service_window or 'default'}")
         print(f"group_handoff_ms_k{args.group}{tag}_p50: {percentile(groups, 50):.2f}")
         print(f"group_handoff_ms_k{args.group}{tag}_p99: {percentile(groups, 99):.2f}")
+        print(f"group_k{args.group}{tag}_lost: {lost} of {len(groups) * args.group * BUFFERED}")
 
 
 if __name__ == "__main__":

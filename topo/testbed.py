@@ -191,7 +191,8 @@ class Testbed:
     def __init__(self, workdir: Path, n_mobiles: int = 2, *, hold_time_ms: int = 300,
                  per_mh_packets: int = 64, aqm: dict[str, Any] | None = None, grpc_sockets: bool = False,
                  authenticate: bool = True, tls: bool = True, punt_budget: dict[str, int] | None = None,
-                 buffer_service: bool = False, packet_out_window: int = QUEUE_DEPTH // 2) -> None:
+                 buffer_service: bool = False, packet_out_window: int = QUEUE_DEPTH // 2,
+                 service_window: int | None = None) -> None:
         """`grpc_sockets`: the switches serve P4Runtime on Unix sockets in `workdir` (reachable from any
         namespace, so a controller started by hand in the root namespace reaches them), else on
         127.0.0.1 ports inside the fabric namespace. `authenticate`: a key file (`keys.yaml` in `workdir`)
@@ -201,7 +202,8 @@ class Testbed:
         buffer path is the buffer service (`p4handoff ctl bufsvc`, in the fabric namespace) on port 4 of every
         switch, started before the controller; else the controller buffers (packet-in / packet-out).
         `packet_out_window`: the description's `controller.packet_out_window`, half the egress depth the testbed
-        sets (QUEUE_DEPTH); a test that gives ports BMv2's default depth (64) passes 32."""
+        sets (QUEUE_DEPTH); a test that gives ports BMv2's default depth (64) passes 32. `service_window`: the
+        buffer service's `window` (None: the description's default, 32)."""
         self.workdir = Path(workdir).resolve()      # the description names files in it: relative to itself otherwise
         self.n_mobiles = n_mobiles
         self.sandbox = Sandbox("ctl")
@@ -220,6 +222,7 @@ class Testbed:
         self._per_mh = per_mh_packets
         self._grpc_sockets = grpc_sockets
         self._packet_out_window = packet_out_window
+        self._service_window = service_window
         self._punt_budget = punt_budget         # the description's punt_budget (None: its default)
         self.buffer_service = buffer_service
         self.bufsvc: subprocess.Popen | None = None
@@ -273,7 +276,8 @@ class Testbed:
             return d
         access = {"number": 1, "role": "access", "aqm": self._aqm}
         buf = [{"number": 4, "role": "buffer"}] if self.buffer_service else []
-        svc = {"buffer_service": {"address": BUFSVC_IP, "mac": BUFSVC_MAC, "control": BUFSVC_CONTROL,
+        svc = {"buffer_service": {**({"window": self._service_window} if self._service_window else {}),
+                                  "address": BUFSVC_IP, "mac": BUFSVC_MAC, "control": BUFSVC_CONTROL,
                                   "spool": str(self.workdir / "bufsvc.spool"), "interfaces": BUFSVC_IFACE}}
         return {**(svc if self.buffer_service else {}),
             "controller": {"election_id": 10, "socket": self.socket_path, "hold_time_ms": self._hold,
