@@ -338,6 +338,8 @@ class Daemon:
         for step in batch.steps():
             write_step(step.writes, self.states, self.sessions, self.programmer, self.counters, self.log)
             flush(self.log)                 # what led to the step's packets is in the log before they leave
+            for nonce, releases in step.behind.items():
+                self.mobility.drain_behind(nonce, releases)     # a group's drain markers wait for all its releases
             for e in step.after:
                 if isinstance(e, Completed):
                     self.log("handoff_active", {"mh": e.mh,

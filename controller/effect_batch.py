@@ -24,8 +24,11 @@ Guarantees (docs/controller.md, "Group handoffs"), for each input's list:
 Inputs of different MHs are independent (distinct route keys and packets), so
 their effects share steps.
 
-Markers: within one step, drain and gateway markers that leave one switch on
-one path (same source, same next hop) are *coalesced* into the last of them:
+Markers: a tunnelled drain marker waits behind every release on its path in
+its step, other MHs' included; `Step.behind` counts them so the daemon can
+extend its timeout (`Mobility.drain_behind`). Within one step, drain and
+gateway markers that leave one switch on one path (same source, same next
+hop) are *coalesced* into the last of them:
 packet-outs of one switch to one port are FIFO, so when the last marker comes
 back every packet sent on that path before it — including the releases the
 dropped markers followed — has passed too. `Step.coalesced` maps the kept
@@ -49,6 +52,7 @@ class Step:
     writes: dict[str, list[SetRoute]] = field(default_factory=dict)
     after: list[PacketEffect | Completed] = field(default_factory=list)
     coalesced: dict[int, list[int]] = field(default_factory=dict)    # kept marker nonce -> dropped nonces
+    behind: dict[int, int] = field(default_factory=dict)     # drain marker nonce -> releases ahead on its path
 
 
 def owners_in(net: Network) -> Callable[[Effect], str | None]:
@@ -129,9 +133,30 @@ class EffectBatch:
             if not writes and not after:
                 continue
             step = Step(writes=writes)
+            step.behind = self._behind(after)
             step.after, step.coalesced = self._coalesce(after)
+            for kept, dropped in step.coalesced.items():     # answered when the kept one is back: its wait is theirs
+                step.behind.update((d, step.behind[kept]) for d in dropped if kept in step.behind)
             out.append(step)
         return out
+
+    def _behind(self, after: list[PacketEffect | Completed]) -> dict[int, int]:
+        """Each tunnelled drain marker's releases ahead of it on its path (old BS -> new BS) in this step, every
+        MH's: the marker comes back only after all of them, its timeout must allow for them (a group's flush
+        is one path). A coalesced marker stands for the kept one, whose count is at least its own."""
+        ahead: dict[tuple[str, str, str], int] = {}
+        behind: dict[int, int] = {}
+        for e in after:
+            if not isinstance(e, Release) or not e.tunnel:
+                continue
+            path = ("tunnel", e.source, e.target)
+            if self._marker_path(e) is None:
+                ahead[path] = ahead.get(path, 0) + 1
+                continue
+            nonce = marker_nonce(parse_ipv4(e.packet))
+            if nonce is not None and ahead.get(path):
+                behind[nonce] = ahead[path]
+        return behind
 
     def _coalesce(self, after: list[PacketEffect | Completed]) -> tuple[list[PacketEffect | Completed],
                                                                        dict[int, list[int]]]:

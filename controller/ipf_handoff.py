@@ -187,6 +187,19 @@ class IpfHandoff:
         # and goes up to the gateway, which punts it
         return [SendToward(bs, self.state.gw, packet)]
 
+    def drain_behind(self, nonce: int, releases: int) -> None:
+        """Drain marker `nonce` left behind `releases` releases on its path, other MHs' too (a group's flushes
+        share the old BS's tunnel, each MH's marker behind every release of the group before it): its timeout
+        grows by the allowance for each, so a group's flush is not cut short either. Nothing if the marker
+        is no longer awaited."""
+        name = self.state.markers.owner(nonce)
+        st = self.state.mhs.get(name) if name is not None else None
+        if st is None or st.drain_marker is None or st.drain_marker[0] != nonce or releases <= 0:
+            return
+        deadline = st.drain_marker[1] + releases * RELEASE_ALLOWANCE_S
+        st.drain_marker = (nonce, deadline)
+        self.state.timers.schedule(st.host.name, deadline)
+
     def gateway_marker(self, st: MhState, via: str, now: float) -> list[Effect]:
         """A marker from the gateway through `via` (a BS that diverts): back once all the gateway sent there is in
         the buffer, so the gateway's own punts (held as `pending`) queue behind them."""

@@ -214,6 +214,11 @@ class Mobility:
         came back (the daemon coalesces markers per path, effect_batch.py)."""
         return self.ipf.marker_back(switch, nonce, now)
 
+    def drain_behind(self, nonce: int, releases: int) -> None:
+        """Drain marker `nonce` went out behind `releases` releases on its path, other MHs' included: its
+        timeout grows to match (`IpfHandoff.drain_behind`; the daemon counts them per step, effect_batch.py)."""
+        self.ipf.drain_behind(nonce, releases)
+
     def packet_in(self, switch: str, packet: bytes, now: float) -> list[Effect]:
         """An IPv4 packet (decapsulated, no Ethernet) punted by `switch` for buffering."""
         try:

@@ -92,6 +92,10 @@ class Markers:
         self._timers.schedule(mh, now + self.timeout_s + extra_s)
         return nonce
 
+    def owner(self, nonce: int) -> str | None:
+        """The MH an outstanding marker belongs to (None: not outstanding), leaving it outstanding."""
+        return self._owner.get(nonce)
+
     def claim(self, nonce: int) -> str | None:
         """The MH a returned marker belongs to, or None if no marker with this nonce is outstanding."""
         return self._owner.pop(nonce, None)

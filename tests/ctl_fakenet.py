@@ -165,6 +165,8 @@ class FakeNet:
                 for e in routes:
                     self.effects.append(e)
                     self.at(t, lambda e=e: self._install(e))
+            for nonce, releases in step.behind.items():
+                self.mobility.drain_behind(nonce, releases)
             for e in step.after:
                 self.effects.append(e)
                 self._packet(e, t)

@@ -13,6 +13,7 @@ import copy
 import random
 from pathlib import Path
 
+import pytest
 import yaml
 
 from p4handoff.controller.effect_batch import EffectBatch, Step, owners_in
@@ -131,6 +132,26 @@ def test_markers_on_one_path_are_coalesced_into_the_last():
     last_release = max(i for i, e in enumerate(step.after) if isinstance(e, Release))
     assert step.after[last_release] is drains[0]           # behind every MH's releases on that path
     assert_order_kept(inputs, steps)
+
+
+def test_a_groups_drain_markers_are_counted_behind_every_release_on_their_path():
+    """Eight MHs with 3 packets each flushed bs1 -> bs2 in one step: the kept drain marker, and the seven it
+    stands for, wait behind all 24 releases (each MH's own timeout allowed only for its 3); the gateway's
+    marker, on no release path, is not counted. Applied, the drain markers' deadlines grow by 24 ms."""
+    net, mob, inputs = group_inputs(8)
+    [step] = batch_of(net, inputs)
+    [drain] = [e for e in step.after if isinstance(e, Release) and _nonce(e) is not None]
+    kept = _nonce(drain)
+    assert step.behind == {n: 24 for n in [kept, *step.coalesced[kept]]}
+    before = {m: st.drain_marker[1] for m, st in mob.mhs.items() if st.drain_marker is not None}
+    assert len(before) == 8
+    for nonce, releases in step.behind.items():
+        mob.drain_behind(nonce, releases)
+    assert {m: st.drain_marker[1] - before[m] for m, st in mob.mhs.items()} == pytest.approx(
+        {m: 0.024 for m in before})
+    mob.drain_behind(12345, 10)                            # not a marker awaited: nothing
+    mob.on_time(max(before.values()) + 0.001)              # each MH's own allowance ran out: not the group's
+    assert all(st.drain_marker is not None for st in mob.mhs.values())
 
 
 def test_markers_on_different_paths_are_not_coalesced():
