@@ -78,6 +78,7 @@ BUFFERED = 10
 PARTS = ("single", "flush64", "rate", "groups", "groups-service", "buffer-path")
 STATUS_ROUNDS = 20
 SO_TIMESTAMPNS = 35       # Linux, <asm-generic/socket.h> (the socket module does not name it)
+SO_RCVBUFFORCE = 33       # the same (root: above rmem_max)
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -256,8 +257,7 @@ def group_handoffs(workdir: Path, k: int, groups: int, service: bool = False,
     (`service`: the buffer path is the buffer service, `window` its release window), and how many of the
     buffered packets did not reach their MH in all the groups (a faster flush must not buy its speed with
     losses)."""
-    tb = Testbed(workdir, n_mobiles=k, hold_time_ms=50, buffer_service=service,
-                 **({"service_window": window} if window else {}))
+    tb = Testbed(workdir, n_mobiles=k, hold_time_ms=50, buffer_service=service, service_window=window)
     lost = 0
     try:
         tb.start()
@@ -275,13 +275,18 @@ def group_handoffs(workdir: Path, k: int, groups: int, service: bool = False,
                     tb.hosts["ch"].send(tb.data_frame(i, g * BUFFERED + seq))
                 tb.wait_for(functools.partial(all_buffered, n=seq + 1), timeout=30)
             base = len(tb.log_events("handoff_active"))
-            cell = Collector(tb.hosts[CELL_IFACE[cells[g % 2]]])
+            port = tb.hosts[CELL_IFACE[cells[g % 2]]]
+            port.sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 1 << 24)   # a group's burst, not dropped here
+            cell = Collector(port)
             t0 = time.time()
             for i in range(k):
                 tb.register(i, cells[g % 2], g + 2, wait_reply=0)
             done = wait_handoffs(tb, base + k, 60)[base:]
             spans.append((max(d["ts"] for d in done) - t0) * 1e3)
-            time.sleep(0.1)                          # the holds expire
+            seen = -1
+            while len(cell.timed) != seen:           # until nothing more arrives for 0.3 s (the holds expire too)
+                seen = len(cell.timed)
+                time.sleep(0.3)
             frames = cell.stop()
             lost += sum(len(set(range(g * BUFFERED, (g + 1) * BUFFERED))
                             - {s for s, _ in received_seqs(frames, mh_ip(i))}) for i in range(k))
