@@ -110,8 +110,7 @@ def test_a_big_flush_arrives_complete_and_in_order_through_default_depth_queues(
     through that BS's ingress (bufsvc_pacer.py). Neither bounds the MH port's egress queue, so neither is strict
     (docs/controller.md)."""
     n = 600
-    bed = Testbed(tmp_path, n_mobiles=1, per_mh_packets=1000, buffer_service=service,
-                  packet_out_window=DEFAULT_QUEUE_DEPTH // 2)     # half the depth these queues get
+    bed = Testbed(tmp_path, n_mobiles=1, per_mh_packets=1000, buffer_service=service)
     try:
         bed.start()
         for name in ("gw", "bs1", "bs2") if service else ("bs1", "bs2"):
