@@ -213,8 +213,9 @@ class ControllerConfig(DocModel):
         default=2000, description="a handoff that has not drained by then is completed anyway")
     packet_out_window: Annotated[int, whole(1, 65_536)] = Field(
         default=CREDIT_WINDOW, description="packet-outs per switch not yet seen read by its ingress (release_credit.py): at "
-                                "most half the switches' egress queue depth (BMv2's default 64: 32); a switch "
-                                "whose queues are deeper takes a larger window, and a flush waits less")
+                                "most half the switches' egress queue depth (BMv2's default 64: 32); measure "
+                                "before raising it: a burst that fits a deeper egress queue can still overflow "
+                                "the next switch (docs/controller.md, 'Big flushes')")
     target: Literal["v1model", "tofino", "tofino2"] = Field(
         default=V1MODEL, description="the program the switches run: p4src/v1model/bs.p4 on BMv2 (v1model) or p4src/tna "
                                      "on Tofino-1/-2 (docs/tofino.md); sets the default p4info and device_config")
