@@ -40,6 +40,7 @@ import yaml
 from p4handoff.bmv2 import SwitchTls
 from p4handoff.keyfile import Keys, write_keys
 from p4handoff.lab_ca import lab_certs
+from p4handoff.netlink_route import replace_default_route
 from p4handoff.netns import Sandbox, Namespace, stop_process
 from p4handoff.paths import pipeline_files
 from p4handoff.topo.plan import ACCESS_GATEWAY, HOST_GATEWAY, UNBOUNDED, LabPlan, Wire, plan
@@ -211,9 +212,9 @@ class LabRig:
         return None
 
     def route_via(self, name: str, dev: str) -> None:
+        """The MH's default route through `dev` (netlink, no `ip` process: part of a handoff's outage)."""
         h = self.plan.hosts[name]
-        self.ns[name].run(["ip", "route", "replace", "default", "via", ACCESS_GATEWAY[0], "dev", dev, "onlink",
-                           "src", h.address])
+        self.ns[name].call(lambda: replace_default_route(dev, ACCESS_GATEWAY[0], h.address))
         self.active_dev[name] = dev
 
     def _start_emulator(self, k: int, w: Wire) -> None:

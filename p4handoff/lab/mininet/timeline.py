@@ -6,18 +6,57 @@ default route moved to it, detach = the emulator down, after `ctl detach`
 if the scenario notifies it (`warn` seconds ahead; without warning only if
 the radio carried the home address and its BS buffers, IPF). Each op is
 marked on the run's timeline as it happens.
+
+Each MH's ops play on a thread of their own, in order: a group of MHs that
+moves at one instant (a bus, `ipf-group-burst.yaml`) moves together, as in
+the simulator, instead of each MH's outage growing by the time the MHs
+before it took (docs/lab.md, "The lab's outage").
 """
 from __future__ import annotations
 
+import threading
+import time
+from itertools import groupby
+from typing import Callable
+
 from p4handoff.lab.mininet.clock import RunPart
+from p4handoff.scenario.model import MobilityOp
+
+JOIN_MARGIN = 10.0      # s past the run's end: an MH's ops left unfinished then are a failure, not a wait
 
 
 class LabTimeline(RunPart):
     """Plays `scn.mobility` on the running lab (`rig`) by the run's clock."""
 
     def play(self) -> None:
-        """Each mobility op at its instant (a warned detach's `ctl detach` `warn` seconds before)."""
-        ops = sorted(self.scn.mobility, key=lambda op: op.at - (op.warn if op.op == "detach" else 0.0))
+        """Each MH's mobility ops at their instants, the MHs in parallel; the timeline in time order."""
+        ops = sorted(self.scn.mobility, key=lambda op: (op.mh, self._instant(op)))
+        threads = [threading.Thread(target=self.clock.guard, args=(self._play_mh(list(mh_ops)),),
+                                    name=f"timeline-{mh}", daemon=True)
+                   for mh, mh_ops in groupby(ops, key=lambda op: op.mh)]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + max(0.0, self.clock.t0 + self.scn.duration - time.monotonic()) + JOIN_MARGIN
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+            if t.is_alive():
+                raise TimeoutError(f"{t.name}: its ops did not finish by {JOIN_MARGIN} s after the run's end")
+        self.data.timeline.sort(key=lambda entry: entry[0])
+
+    @staticmethod
+    def _instant(op: MobilityOp) -> float:
+        """When an op starts: a warned detach's `ctl detach` goes `warn` seconds early."""
+        return op.at - (op.warn if op.op == "detach" else 0.0)
+
+    def _play_mh(self, ops: list[MobilityOp]) -> Callable[[], None]:
+        """The body of one MH's thread, named for the run's error report."""
+        def play() -> None:
+            self._play(ops)
+        play.__name__ = f"timeline of {ops[0].mh}"
+        return play
+
+    def _play(self, ops: list[MobilityOp]) -> None:
+        """One MH's ops, in order, each at its instant."""
         for op in ops:
             h = self.rig.plan.hosts[op.mh]
             if op.op == "detach" and op.notify and op.warn:
