@@ -38,11 +38,11 @@ from p4handoff.controller.effect_batch import EffectBatch, owners_in
 from p4handoff.controller.intents import Completed, Effect, PacketEffect, Release
 from p4handoff.controller.mh_state import MobilityError
 from p4handoff.controller.mobility import Mobility
-from p4handoff.controller.network import PORT_ACCESS, Network
+from p4handoff.controller.network import Network
 from p4handoff.controller.packets import PacketError, marker_nonce, parse_ipv4, split_ethernet
 from p4handoff.controller.p4runtime import ClientTls, P4RuntimeError, TableEntry
-from p4handoff.controller.release_credit import ReleaseCredit
-from p4handoff.controller.release_fence import FENCE_TIMEOUT, ReleaseFences
+from p4handoff.controller.release_fence import FENCE_TIMEOUT
+from p4handoff.controller.release_probes import ReleaseProbes
 from p4handoff.controller.port_counters import CounterReader, CountersRead
 from p4handoff.controller.programmer import Programmer
 from p4handoff.controller.punts import REASON_TELEMETRY, dispatch
@@ -51,7 +51,7 @@ from p4handoff.controller.route_writes import write_step
 from p4handoff.controller.replay_journal import NotificationSequence, ReplayJournal
 from p4handoff.controller.session import BadPacketIn, Connected, Lost, PacketInEvent, SwitchSession, expected_cookie
 from p4handoff.controller.spool import Spool
-from p4handoff.controller.status_rounds import PROBE_FRAME, StatusRounds
+from p4handoff.controller.status_rounds import StatusRounds
 from p4handoff.controller.targets import program_for
 from p4handoff.controller.switch_state import SwitchState, diff
 from p4handoff.controller.transmit import Transmitter
@@ -90,9 +90,8 @@ class Daemon:
         self.counters = {"packet_in": 0, "packet_out": 0, "writes": 0, "write_errors": 0, "dropped_effects": 0,
                          "registrations": 0, "other_punts": 0, "credit_waits": 0, "credit_wait_us": 0}
         self.status_rounds = StatusRounds(net, self.sessions, self.states)
-        self.fences = ReleaseFences()          # buffer releases journaled once their switches read them
+        self.releases = ReleaseProbes(net, self.sessions, self.mobility.pool, c.packet_out_window, self.log)
         self._released_to: set[str] = set()    # switches given a release since the last fence
-        self.credit = ReleaseCredit(c.packet_out_window)    # packet-outs per switch not yet seen read
         self._owner = owners_in(net)
         self._held: deque[object] = deque()     # an event met while collecting a batch: handled next
         self._followers: dict[int, tuple[float, list[int]]] = {}   # kept marker -> (until, markers it stands for)
@@ -215,8 +214,8 @@ class Daemon:
                                         "trace": traceback.format_exc(limit=8)})
             if isinstance(ev, ControlRequest):
                 ev.respond({"ok": False, "error": f"internal error: {exc!r}", "kind": "internal"})
-        if self.fences:
-            self._settle_fences()
+        if self.releases.fences:
+            self.releases.settle()
         self.status_rounds.answer_due(time.monotonic())
 
     def _arrived_by(self, deadline: float) -> bool:
@@ -248,8 +247,8 @@ class Daemon:
         elif isinstance(ev, ServiceArrivals):
             self._on_arrivals(ev)
         elif isinstance(ev, ServiceReleased):
-            if self.fences.answer(PROBE, ev.batch):
-                self._settle_fences()
+            if self.releases.fences.answer(PROBE, ev.batch):
+                self.releases.settle()
         elif isinstance(ev, ServiceState):
             self.log("bufsvc_up" if ev.up else "bufsvc_down", {"reason": ev.reason} if ev.reason else {})
         elif isinstance(ev, BadPacketIn):
@@ -286,7 +285,7 @@ class Daemon:
         self.states[ev.switch] = None
         session.last_error = ev.reason
         self.log("switch_down", {"switch": ev.switch, "reason": ev.reason})
-        self.credit.forget(ev.switch)
+        self.releases.credit.forget(ev.switch)
         session.reconnect()
 
     def _desired(self, name: str) -> list[TableEntry]:
@@ -352,51 +351,27 @@ class Daemon:
             for kept, dropped in step.coalesced.items():
                 self._followers[kept] = (until, dropped)
         self._fence_releases()
-        for name in self.sessions:
-            if self.credit.uncovered(name):
-                self._probe(name, fence=False)      # its answer returns the credit before the next flush
-
-    def _fence_port(self, name: str) -> int | None:
-        """Where fence and credit probes go: a port no status round probes (status probes access ports)."""
-        sw = self.net.switch(name)
-        return next((p.number for p in sw.ports if p.role != PORT_ACCESS), None) if sw else None
-
-    def _probe(self, name: str, fence: bool) -> int | None:
-        """A telemetry probe to the switch's fence port, after everything sent to it; the port, None if not sent."""
-        client, port = self.sessions[name].client, self._fence_port(name)
-        if client is None or port is None:
-            return None
-        try:
-            client.packet_out(PROBE_FRAME, egress_port=port, mark_priority=0, lookup=0, telemetry=1)
-        except P4RuntimeError:
-            return None                 # gone: what went to it is lost with it, nothing waits for it
-        self.credit.probe_sent(name, fence)
-        return port
+        self.releases.cover_credit()
 
     def _fence_releases(self) -> None:
-        """Journal the releases above once every switch they went to has read them (release_fence.py):
-        a telemetry probe sent after them to a port no status round probes is the fence."""
+        """Journal the releases above once every switch they went to has read them (release_probes.py)."""
         pool = self.mobility.pool
         records, switches, self._released_to = pool.take_releases(), self._released_to, set()
         if pool.spool is None or not records:
             return
         probes = self.bufsvc.take_batches() if self.bufsvc is not None else set()
-        for name in switches:
-            port = self._probe(name, fence=True)
-            if port is not None:
-                probes.add((name, port))
-        self.fences.open(records, probes, time.monotonic())
-        self._settle_fences()
+        self.releases.fence(records, switches, probes)
 
     def _await_credit(self, name: str) -> None:
         """Wait until the switch has read enough packet-outs for one more (release_credit.py). Other events
         met meanwhile are held, in order, for the loop; a switch that does not answer in FENCE_TIMEOUT is
         given its credit back (it is gone or restarting: what went to it is lost with it either way)."""
-        if self.credit.uncovered(name) and self._probe(name, fence=False) is None:
+        credit = self.releases.credit
+        if credit.uncovered(name) and self.releases.probe(name, fence=False) is None:
             return
         started = time.monotonic()
         deadline = started + FENCE_TIMEOUT
-        while self.credit.exhausted(name):
+        while credit.exhausted(name):
             left = deadline - time.monotonic()
             try:
                 ev = self.events.get(timeout=left) if left > 0 else None
@@ -405,8 +380,8 @@ class Daemon:
             if ev is None or (isinstance(ev, Lost) and ev.switch == name):
                 if ev is not None:
                     self._held.append(ev)
-                self.log("release_credit_timeout", {"switch": name, "in_flight": self.credit.in_flight(name)})
-                self.credit.forget(name)
+                self.log("release_credit_timeout", {"switch": name, "in_flight": credit.in_flight(name)})
+                credit.forget(name)
                 return
             if (isinstance(ev, PacketInEvent) and ev.switch == name and ev.client is self.sessions[name].client
                     and ev.packet.metadata.get("reason") == REASON_TELEMETRY):
@@ -417,14 +392,6 @@ class Daemon:
         self.counters["credit_waits"] += 1
         self.counters["credit_wait_us"] += round((time.monotonic() - started) * 1e6)
 
-    def _settle_fences(self) -> None:
-        records, expired = self.fences.settle(time.monotonic())
-        for fence in expired:
-            self.log("release_fence_expired", {"switches": sorted(s for s, _ in fence.waiting),
-                                               "releases": len(fence.records)})
-        if records:
-            self.mobility.pool.journal_releases(records, settled=not self.fences)
-
     def _send(self, effect: PacketEffect) -> None:
         if self.bufsvc is not None and isinstance(effect, Release) and effect.tunnel:
             self.bufsvc.queue(effect)        # through the buffer service (bufsvc_path.py)
@@ -434,11 +401,11 @@ class Daemon:
         if client is None or not self._serving(out.switch):
             self.counters["dropped_effects"] += 1
             return
-        if self.credit.exhausted(out.switch):
+        if self.releases.credit.exhausted(out.switch):
             self._await_credit(out.switch)
         try:
             client.packet_out(out.frame, **out.metadata())
-            self.credit.sent(out.switch)
+            self.releases.credit.sent(out.switch)
         except P4RuntimeError as exc:
             self.counters["dropped_effects"] += 1
             self.log("switch_error", {"switch": out.switch, "during": "packet-out", "error": str(exc).splitlines()[0]})
@@ -603,13 +570,8 @@ class Daemon:
                                                                        f"need {TELEMETRY.size}"})
             return
         t = TELEMETRY.unpack(payload)
-        port = t.port
-        if port == self._fence_port(switch):
-            fence = self.credit.answered(switch)
-            if fence and self.fences.answer(switch, port):
-                self._settle_fences()
-            if fence is not None:
-                return
+        if self.releases.answered(switch, t.port):
+            return
         if not self.status_rounds.probe_answered(switch, t):
-            self.log("packet_in_ignored", {"switch": switch, "port": port,
+            self.log("packet_in_ignored", {"switch": switch, "port": t.port,
                                            "reason": "telemetry answer no status round is waiting for"})
