@@ -377,6 +377,36 @@ def test_classify_recognises_truncated_datagrams_and_the_cpu_port() -> None:
     assert differential.classify(_test(None), Observed(()), 64, 255, 2).agree
 
 
+# trace lines of a real P4Testgen tofino test (make testgen-tofino, bs_tna_1.stf: a packet-out whose TCP data
+# offset the parser rejects), cut to the lines that matter
+TNA_TRACE = [
+    "[State] bad_tcp_offset",
+    "[AssignmentStatement]: meta.bs.malformed_kind = MALFORMED_TCP_OFFSET;| Computed: meta.bs.malformed_kind = 5;",
+    "[Control TnaIngress start]",
+    "[AssignmentStatement]: meta.bs.ingress_port = ig_intr_md.ingress_port;| Computed: meta.bs.ingress_port = 9;",
+    "[If Statement]: meta.bs.malformed_kind != 0 Condition: 5 != 0; Result: true",
+    "[AssignmentStatement]: bool from_cpu = hdr.packet_out.isValid();| Computed: bs_ingress_from_cpu/from_cpu = true;",
+    "[AssignmentStatement]: meta.egress_port = hdr.packet_out.egress_port;| Computed: meta.bs.egress_port = 253;",
+    "[AssignmentStatement]: meta.punt_reason = PUNT_REASON_TELEMETRY;| Computed: meta.bs.punt_reason = 4;",
+    "[If Statement]: meta.bs.malformed_kind != 0 || meta.bs.drop || over_budget Condition: 5 != 0 || false || 0 == 3; "
+    "Result: true",
+    "[AssignmentStatement]: ig_dprsr_md.drop_ctl = 1;| Computed: ig_dprsr_md.drop_ctl = 1;",
+]
+
+
+def test_difference_10_is_read_from_the_tna_trace() -> None:
+    """A parser verdict, then BsIngress deciding anyway, then the drop: difference 10. Without the verdict
+    before BsIngress (Validate's own verdicts come inside it, on both programs), or without a drop, it is not."""
+    why = differential.fate_before_validity(TNA_TRACE)
+    assert why is not None and "kind 5" in why and "egress_port 253, punt_reason 4" in why
+    no_verdict = [line for line in TNA_TRACE if "Condition: 5 != 0; Result: true" not in line]
+    assert differential.fate_before_validity(no_verdict) is None
+    assert differential.fate_before_validity(TNA_TRACE[:-1]) is None
+    assert differential.fate_before_validity([t for t in TNA_TRACE if "meta.bs.egress_port" not in t
+                                              and "meta.bs.punt_reason" not in t]) is None
+    assert differential.fate_before_validity(TNA_TRACE[:2]) is None
+
+
 def test_a_disagreement_on_short_ipv4_options_is_p4testgens_own() -> None:
     """P4Testgen's Tofino model extracts IPv4 options at 320 bits whatever the IHL (bs_tna_38/129 of the
     2026-11-27 run): such a test expecting a packet that BMv2 drops is its artefact; other IHLs are not."""
