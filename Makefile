@@ -119,8 +119,9 @@ ptf: build ## the PTF suite against BMv2 alone
 
 # P4Testgen (issue 22, docs/testgen.md): tests generated from the P4 programs, replayed on BMv2 (needs p4testgen
 # from `make toolchain-tofino`, root). Several p4testgen runs per target (path selection and seed; bmv2: three,
-# tofino: one), at most TESTGEN_MAX_TESTS tests each (0: until P4Testgen finds no more paths); the coverage
-# printed is the union over the runs. TESTGEN_RUNS=RANDOM_BACKTRACK:2,... replaces the runs.
+# tofino: two), at most TESTGEN_MAX_TESTS tests each (0: until P4Testgen finds no more paths); the coverage
+# printed is the union over the runs, then each statement left uncovered with its reason from docs/testgen.md.
+# TESTGEN_RUNS=RANDOM_BACKTRACK:2,GREEDY_STATEMENT_SEARCH:1:data-ports,... replaces the runs (data-ports: bmv2 only).
 TESTGEN_MAX_TESTS ?= 100
 TESTGEN_TOFINO_MAX_TESTS ?= 200
 TESTGEN_RUN_FLAGS = $(if $(TESTGEN_RUNS),--runs $(TESTGEN_RUNS))

@@ -18,6 +18,7 @@ the packets, or as undocumented.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
@@ -207,6 +208,42 @@ def classify(test: GeneratedTest, observed: Observed, tna_cpu_port: int, bmv2_cp
     if test.expected is not None and bmv2_dropped and options_short_of_max(test.packet, offset):
         return Comparison(test.name, False, None, OPTIONS_ARTEFACT, artefact=True)
     return Comparison(test.name, False, None, verdict.why)
+
+
+# docs/tofino.md difference 10 in a TNA test's trace (P4Testgen writes the steps it took into each STF test): the
+# parser's verdict read at the start of TnaIngress, then the decisions BsIngress still makes, up to the drop
+_PARSER_VERDICT = re.compile(r"^\[If Statement\]: meta\.bs\.malformed_kind != 0 Condition: (\d+) != 0; Result: true")
+_GLUE_VERDICT = re.compile(r"Computed: meta\.bs\.malformed_kind = (\d+);")
+_DECISION = re.compile(r"Computed: meta\.bs\.(egress_port|punt_reason|cls|drop|drop_reason) = (\w+);")
+
+
+def fate_before_validity(traces: Sequence[str]) -> str | None:
+    """Difference 10 as P4Testgen's trace of a TNA test shows it, or None: a packet with a parser verdict
+    (malformed kind from the parser or its errors, before BsIngress) for which TNA's BsIngress still decided
+    a port, punt, class or drop before the glue dropped it. BMv2's glue runs no BsIngress for such a packet;
+    both drop it and count it once in `malformed` (the TNA counters and the punt meter wait for the verdict)."""
+    try:
+        start = traces.index("[Control TnaIngress start]")
+    except ValueError:
+        return None
+    kind: int | None = None
+    decided: dict[str, str] = {}
+    for line in traces[start + 1:]:
+        if "Computed: ig_dprsr_md.drop_ctl = 1;" in line:
+            break
+        if kind is None:
+            if "bs_ingress" in line:
+                return None         # BsIngress began with no verdict: both programs run it alike
+            if m := _PARSER_VERDICT.match(line) or _GLUE_VERDICT.search(line):
+                kind = int(m.group(1))
+        elif m := _DECISION.search(line):
+            decided[m.group(1)] = m.group(2)
+    else:
+        return None                 # not dropped in ingress
+    if kind is None or not decided:
+        return None
+    return (f"malformed kind {kind} from the parser; TNA's BsIngress still set "
+            + ", ".join(f"{k} {v}" for k, v in decided.items()) + " before the drop; BMv2 runs no BsIngress for it")
 
 
 def _in_port(packet_in: bytes, port: int) -> bytes:

@@ -11,6 +11,9 @@
  */
 #include <core.p4>
 #include <v1model.p4>
+#ifdef BS_TESTGEN_DATA_PORTS
+#include <testgen.p4>
+#endif
 
 #include "../include/constants.p4"
 #include "../include/headers.p4"
@@ -27,6 +30,14 @@ parser V1Parser(packet_in pkt, out headers_t hdr, inout local_meta_t meta,
     BsParser() bs_parser;
 
     state start {
+#ifdef BS_TESTGEN_DATA_PORTS
+        /* a precondition for one of make testgen's runs, never in a build:
+         * inputs from data ports only, so P4Testgen's greedy search explores
+         * their paths instead of the CPU port's (docs/testgen.md, "Several
+         * runs"); it changes no path of such an input. P4Testgen's own
+         * extern: v1model's assume() is BMv2's assert, a path of its own */
+        testgen_assume(sm.ingress_port != CPU_PORT);
+#endif
         bs_parser.apply(pkt, hdr, sm.ingress_port);
         transition select(hdr.ipv4.isValid(), hdr.ipv4_opts.isValid()) {
             (true, false): ipv4_plain;
