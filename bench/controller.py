@@ -124,7 +124,7 @@ def completion_times(workdir: Path, handoffs: int, profile: bool = False) -> lis
         if prof is not None:
             tb.stop_controller()
             print(f"profile_single_us: {report(f'single MH, {BUFFERED} packets buffered', prof, handoffs):.0f}")
-            return [d["duration_ms"] for d in Testbed.log_events_of(tb.log_path, "handoff_active")]
+            return [d["duration_ms"] for d in tb.log_events("handoff_active")]
         status_ms = []
         for _ in range(STATUS_ROUNDS):
             t0 = time.perf_counter()

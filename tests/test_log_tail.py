@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 
-from p4handoff.topo.testbed import LogTail, Testbed
+from p4handoff.topo.testbed import LogTail
 
 
 def line(n: int) -> str:
@@ -41,8 +41,8 @@ def test_a_replaced_or_truncated_log_is_read_from_its_start(tmp_path):
     assert [r["n"] for r in tail.rows()] == [8, 9]
 
 
-def test_testbed_log_events_filter_the_tail(tmp_path):
+def test_log_events_filter_the_tail(tmp_path):
     path = tmp_path / "controller.log"
     path.write_text(json.dumps({"event": "a"}) + "\n" + json.dumps({"event": "b"}) + "\n")
-    assert Testbed.log_events_of(path, "b") == [{"event": "b"}]
-    assert len(Testbed.log_events_of(path)) == 2
+    assert LogTail(path).events("b") == [{"event": "b"}]
+    assert len(LogTail(path).events()) == 2

@@ -179,8 +179,9 @@ class LogTail:
             self._rows += [json.loads(line) for line in done.splitlines() if line.strip()]
         return self._rows
 
-
-_LOG_TAILS: dict[Path, LogTail] = {}
+    def events(self, event: str | None = None) -> list[dict[str, Any]]:
+        """The rows so far whose `event` is `event` (None: all)."""
+        return [r for r in self.rows() if event is None or r["event"] == event]
 
 
 class Testbed:
@@ -236,6 +237,7 @@ class Testbed:
                                    + (["bufsvc"] if buffer_service else []))
         self._idents: dict[tuple[int, int], int] = {}     # (MH, the caller's ident) -> the identification sent
         self._last_ident: dict[int, int] = {}              # MH -> the highest identification it sent
+        self._tails: dict[Path, LogTail] = {}               # log path -> its reader (log_events_of)
         self.pki = self.workdir / "pki"
         self.tls: dict[str, SwitchTls] = {}
         self.controller_tls: TlsFiles | None = None
@@ -390,10 +392,9 @@ class Testbed:
     def log_events(self, event: str | None = None) -> list[dict[str, Any]]:
         return self.log_events_of(self.log_path, event)
 
-    @staticmethod
-    def log_events_of(path: Path, event: str | None = None) -> list[dict[str, Any]]:
-        rows = _LOG_TAILS.setdefault(Path(path), LogTail(Path(path))).rows()
-        return [r for r in rows if event is None or r["event"] == event]
+    def log_events_of(self, path: Path, event: str | None = None) -> list[dict[str, Any]]:
+        """Events of one of this testbed's logs, read as it grows (one LogTail per log, gone with the testbed)."""
+        return self._tails.setdefault(Path(path), LogTail(Path(path))).events(event)
 
     # ---------------------------------------------------------------- hosts
 
