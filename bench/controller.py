@@ -41,7 +41,12 @@ Three simple_switch_grpc (gateway + 2 BSs, topo/testbed.py) and the real
       `ipv4_fwd` deliver routes, the client's own encoding), median of 50
   p4rt_parse100_ms  parsing that request's bytes, median of 50
   protobuf_backend  the protobuf implementation those two ran on
-(the last three need only build/bs.p4info.txtpb, not BMv2)
+  inmem_handoff_us  the controller's CPU per handoff without BMv2 (bench/ctl_inmemory.py: the real daemon, its
+      sessions' decoding and its clients' request building, against switches that answer at once): MOVERS of
+      the 1000 MHs register at the other BS at once, median of 4 rounds (_min: the least); then one round
+      profiled, printed per stage (`# ` lines); inmem_profiled_us: that round's daemon loop under cProfile,
+      inmem_encode_share: the share of it encoding route entries
+(the codec and in-memory figures need only build/bs.p4info.txtpb, not BMv2; `--inmemory`: only those)
 `--only PART` (repeatable): only these parts: single (handoff_p*_ms, status), flush64, rate (handoffs_per_s),
   groups (controller path), groups-service, buffer-path (both kinds).
 `--smoke`: 3 handoffs, 20 registered MHs, 2 groups of 8, bursts of 64 (the test suite's check that it runs).
@@ -65,6 +70,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
+from ctl_inmemory import measure as measure_inmemory  # noqa: E402
 from ctl_profile import phase_start, report  # noqa: E402
 from p4handoff.argtypes import whole_number  # noqa: E402
 from p4handoff.controller.p4runtime import P4Info, TableEntry, UpdateType  # noqa: E402
@@ -397,6 +403,8 @@ def main() -> int:
                     help="the controller's packet_out_window in the rate and group runs (default: the description's)")
     ap.add_argument("--only", choices=PARTS, action="append", help="run only this part (repeatable; module doc)")
     ap.add_argument("--smoke", action="store_true", help="3 handoffs, 20 MHs, 10 movers, 2 groups of 8 (tests)")
+    ap.add_argument("--inmemory", action="store_true",
+                    help="only what needs no BMv2: the codec figures and the in-memory handoff path (module doc)")
     ap.add_argument("--profile", action="store_true",
                     help="only the single-MH and handoffs/s runs, their daemon profiled (module doc)")
     args = ap.parse_args()
@@ -410,6 +418,12 @@ def main() -> int:
         print(f"p4rt_write100_ms: {write_ms:.3f}")
         print(f"p4rt_parse100_ms: {parse_ms:.3f}")
         print(f"protobuf_backend: {api_implementation.Type()}")
+        print(f"load_before_inmemory: {os.getloadavg()[0]:.2f}")
+        n, movers, rounds = (100, 20, 2) if args.smoke else (args.mobiles, args.movers, 4)
+        for name, value in measure_inmemory(n, movers, rounds).items():
+            print(f"{name}: {value:.3f}")
+    if args.inmemory:
+        return 0
     ok, why = bmv2_available()
     reasons = [why] if not ok else []
     if not (REPO / "build" / "bs.json").exists():
