@@ -45,7 +45,8 @@ IPPROTO_IPIP = 4
 # the encoding stages this benchmark adds to the daemon's (bench/ctl_profile.py)
 INMEMORY_STAGES = STAGES + [
     ("packet-in decoding (session, receiver thread)", "controller/session.py", "_packet_in"),
-    ("route entries encoded (encode_table_entry)", "controller/p4runtime/entities.py", "encode_table_entry"),
+    ("route entries encoded (table_entry_bytes; before: encode_table_entry)", "controller/p4runtime/entities.py",
+     ("table_entry_bytes", "encode_table_entry")),
     ("Write requests built (write_request)", "controller/p4runtime/client.py", "write_request"),
     ("packet-out frames (Transmitter.packet_out)", "controller/transmit.py", "packet_out"),
     ("packet-out messages (packet_out_message)", "controller/p4runtime/client.py", "packet_out_message"),
@@ -293,7 +294,7 @@ def measure(n: int = 1000, movers: int = 200, rounds: int = 5, profile: bool = T
                 loop = next(us for label, _, us in rows if label.startswith("daemon loop"))
                 out["inmem_profiled_us"] = loop
                 for label, _, stage_us in rows:
-                    if "encode_table_entry" in label:
+                    if label.startswith("route entries encoded"):
                         out["inmem_encode_share"] = stage_us / loop if loop else 0.0
             return out
         finally:
