@@ -31,6 +31,9 @@ from .p4info import P4Info, P4InfoError
 
 MatchType = p4info_pb2.MatchField.MatchType
 _PRIORITY_KINDS = (MatchType.TERNARY, MatchType.RANGE, MatchType.OPTIONAL)
+# the kinds as plain ints: the enum wrapper's attributes are looked up through __getattr__ on every use
+_EXACT, _LPM, _TERNARY, _RANGE, _OPTIONAL = (int(k) for k in (MatchType.EXACT, MatchType.LPM, MatchType.TERNARY,
+                                                                  MatchType.RANGE, MatchType.OPTIONAL))
 
 
 class UpdateType(enum.IntEnum):
@@ -103,9 +106,8 @@ _TABLE_ID, _PRIORITY, _IS_DEFAULT = 1, 4, 8
 _K_MATCH, _K_ACTION, _K_TABLE_ACTION_ACTION = _K(2, protowire.LEN), _K(3, protowire.LEN), _K(1, protowire.LEN)
 _K_FIELD_ID, _K_ACTION_ID, _K_PARAM_ID = _K(1, protowire.VARINT), _K(1, protowire.VARINT), _K(2, protowire.VARINT)
 _K_ACTION_PARAMS, _K_PARAM_VALUE = _K(4, protowire.LEN), _K(3, protowire.LEN)
-_K_KIND = {MatchType.EXACT: _K(2, protowire.LEN), MatchType.TERNARY: _K(3, protowire.LEN),
-           MatchType.LPM: _K(4, protowire.LEN), MatchType.RANGE: _K(6, protowire.LEN),
-           MatchType.OPTIONAL: _K(7, protowire.LEN)}
+_K_KIND = {_EXACT: _K(2, protowire.LEN), _TERNARY: _K(3, protowire.LEN), _LPM: _K(4, protowire.LEN),
+           _RANGE: _K(6, protowire.LEN), _OPTIONAL: _K(7, protowire.LEN)}
 _K_1, _K_2 = _K(1, protowire.LEN), _K(2, protowire.LEN)       # value / prefix_len, mask, low / high
 _K_PREFIX_LEN = _K(2, protowire.VARINT)
 _IS_DEFAULT_TRUE = protowire.varint_field(_IS_DEFAULT, 1)
@@ -131,9 +133,9 @@ class _FieldCodec:
     def encode(self, value: Any) -> bytes | None:
         """The FieldMatch as a TableEntry `match` field; None for a wildcard (lpm /0, ternary mask 0)."""
         what, width, kind = self.what, self.width, self.kind
-        if kind == MatchType.EXACT or kind == MatchType.OPTIONAL:
+        if kind == _EXACT or kind == _OPTIONAL:
             body = _delimited(_K_1, _value(value, width, what))
-        elif kind == MatchType.LPM:
+        elif kind == _LPM:
             if isinstance(value, str) and "/" in value:
                 addr, _, plen_text = value.partition("/")
                 value = (addr, int(plen_text))
@@ -146,7 +148,7 @@ class _FieldCodec:
             if number & ((1 << (width - plen)) - 1):
                 raise EncodingError(f"{what}: {value!r} has bits set beyond the /{plen} prefix")
             body = _delimited(_K_1, int_to_bytes(number)) + _K_PREFIX_LEN + protowire.varint(plen)
-        elif kind == MatchType.TERNARY:
+        elif kind == _TERNARY:
             val, mask = _pair(value, what, "(value, mask)")
             number, mask_number = to_int(val, width, what), to_int(mask, width, f"{what} mask")
             if mask_number == 0:
@@ -154,7 +156,7 @@ class _FieldCodec:
             if number & ~mask_number:
                 raise EncodingError(f"{what}: value {val!r} has bits set outside mask {mask!r}")
             body = _delimited(_K_1, int_to_bytes(number)) + _delimited(_K_2, int_to_bytes(mask_number))
-        elif kind == MatchType.RANGE:
+        elif kind == _RANGE:
             low, high = _pair(value, what, "(low, high)")
             low_n, high_n = to_int(low, width, what), to_int(high, width, what)
             if low_n > high_n:
