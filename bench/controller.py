@@ -12,7 +12,10 @@ Three simple_switch_grpc (gateway + 2 BSs, topo/testbed.py) and the real
       (registrations sent back to back): handoffs / (last completion - first
       registration processed); rate_controller_cpu_ms_per_handoff / rate_switches_cpu_ms_per_handoff:
       the CPU time (user + system) the controller process and the three switches used over that phase, per
-      handoff (what the rate would be bound by on a machine whose cores they had to themselves)
+      handoff (what the rate would be bound by on a machine whose cores they had to themselves);
+      rate_daemon_thread_cpu_ms_per_handoff: the daemon's own thread (the process's main thread) of that,
+      rate_other_threads_cpu_ms_per_handoff: all its other threads (gRPC's, the sessions' stream receivers),
+      the busiest six listed
   group_handoff_ms_k64_p50 / _p99  a group handoff (IPF's bus): 64 MHs, each
       with BUFFERED packets buffered, send their registrations together; the
       first registration sent -> the last of the 64 `handoff_active` (new BS
@@ -164,7 +167,22 @@ def flush_full_buffer(workdir: Path) -> tuple[float, float]:
 
 def cpu_s(pid: int) -> float:
     """CPU seconds (user + system, all threads) the process has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return cpu_s_of(Path(f"/proc/{pid}/stat"))
+
+
+def thread_cpu_s(pid: int) -> dict[int, float]:
+    """CPU seconds per thread (by thread id) of the process so far; threads gone since are left out."""
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            out[int(task.name)] = cpu_s_of(task / "stat")
+        except (OSError, ValueError):
+            continue                     # ended meanwhile
+    return out
+
+
+def cpu_s_of(stat: Path) -> float:
+    fields = stat.read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -209,13 +227,21 @@ def handoff_rate(workdir: Path, n_mobiles: int, movers: int, profile: bool = Fal
         base = len(tb.log_events("handoff_active"))
         if tb.controller is not None and prof is not None:
             phase_start(tb.controller)
-        cpu0 = cpu_of(tb)
+        assert tb.controller is not None
+        cpu0, threads0 = cpu_of(tb), thread_cpu_s(tb.controller.pid)
         for i in range(movers):
             tb.register(i, "bs2", 2, wait_reply=0)
         done = wait_handoffs(tb, base + movers, 120)[base:]
         ctl_s, sw_s = (b - a for a, b in zip(cpu0, cpu_of(tb)))
+        threads = thread_cpu_s(tb.controller.pid)
         print(f"rate_controller_cpu_ms_per_handoff: {ctl_s * 1e3 / movers:.2f}")
         print(f"rate_switches_cpu_ms_per_handoff: {sw_s * 1e3 / movers:.2f}")
+        main = (threads.get(tb.controller.pid, 0.0) - threads0.get(tb.controller.pid, 0.0)) * 1e3 / movers
+        others = sorted(((t - threads0.get(tid, 0.0)) * 1e3 / movers for tid, t in threads.items()
+                         if tid != tb.controller.pid), reverse=True)
+        print(f"rate_daemon_thread_cpu_ms_per_handoff: {main:.2f}")
+        print(f"rate_other_threads_cpu_ms_per_handoff: {sum(others):.2f} (busiest: "
+              f"{', '.join(f'{ms:.2f}' for ms in others[:6])})")
         starts = [e for e in tb.log_events("handoff_start")][-movers:]
         elapsed = max(d["ts"] for d in done) - min(s["ts"] for s in starts)
         if prof is not None:
