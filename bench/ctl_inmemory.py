@@ -282,15 +282,15 @@ def measure(n: int = 1000, movers: int = 200, rounds: int = 5, profile: bool = T
                 bench.round("bs2", groups[rounds], prof)
                 stats = pstats.Stats(prof, stream=io.StringIO())
                 rows = stage_table(stats, movers, INMEMORY_STAGES)
-                print(f"# in-memory profile: {movers} of {n} MHs move at once; cProfile, µs per handoff")
+                print(f"# inmem: profile of the in-memory path, {movers} of {n} MHs move at once; cProfile, µs per handoff")
                 for label, calls, stage_us in rows:
                     if calls:
-                        print(f"# {label:66s} {calls:8d} {stage_us:11.0f}")
-                print(f"# {'own time, top ' + str(top):66s} {'calls':>8s} {'µs/handoff':>11s}")
+                        print(f"# inmem {label:66s} {calls:8d} {stage_us:11.0f}")
+                print(f"# inmem {'own time, top ' + str(top):66s} {'calls':>8s} {'µs/handoff':>11s}")
                 table = stats.stats  # type: ignore[attr-defined]
                 for (path, line, name), (_, ncalls, tt, _, _) in sorted(table.items(), key=lambda kv: -kv[1][2])[:top]:
                     label = (Path(path).name + ":" + str(line) + " " + name)[:66]
-                    print(f"# {label:66s} {ncalls:8d} {tt * 1e6 / movers:11.0f}")
+                    print(f"# inmem {label:66s} {ncalls:8d} {tt * 1e6 / movers:11.0f}")
                 loop = next(us for label, _, us in rows if label.startswith("daemon loop"))
                 out["inmem_profiled_us"] = loop
                 for label, _, stage_us in rows:

@@ -120,7 +120,7 @@ def test_controller_inmemory_smoke(tmp_path: Path) -> None:
     printed = dict(re.findall(r"^(\w+): (.+)$", done.stdout, re.M))
     assert float(printed["inmem_handoff_us"]) > 0 and 0 < float(printed["inmem_encode_share"]) < 1, done.stdout
     # the profiled round handled its 20 registrations, each one's route entries encoded
-    assert re.search(r"^# +registration: parse, authenticate, decide +20 ", done.stdout, re.M), done.stdout
+    assert re.search(r"^# inmem +registration: parse, authenticate, decide +20 ", done.stdout, re.M), done.stdout
 
 
 @pytest.mark.slow
