@@ -125,7 +125,7 @@ class _FieldCodec:
     """One match field: its id, width and kind, and the text errors name it by."""
 
     def __init__(self, table: str, mf: p4info_pb2.MatchField) -> None:
-        self.id, self.width, self.kind = mf.id, mf.bitwidth, mf.match_type
+        self.width, self.kind = mf.bitwidth, mf.match_type
         self.what = f"{table} match {mf.name}"
         self.head = _K_FIELD_ID + protowire.varint(mf.id)
         self.kind_key = _K_KIND.get(mf.match_type, b"")
