@@ -12,7 +12,10 @@ Three simple_switch_grpc (gateway + 2 BSs, topo/testbed.py) and the real
       (registrations sent back to back): handoffs / (last completion - first
       registration processed); rate_controller_cpu_ms_per_handoff / rate_switches_cpu_ms_per_handoff:
       the CPU time (user + system) the controller process and the three switches used over that phase, per
-      handoff (what the rate would be bound by on a machine whose cores they had to themselves)
+      handoff (what the rate would be bound by on a machine whose cores they had to themselves);
+      rate_daemon_thread_cpu_ms_per_handoff: the daemon's own thread (the process's main thread) of that,
+      rate_other_threads_cpu_ms_per_handoff: all its other threads (gRPC's, the sessions' stream receivers),
+      the busiest six listed
   group_handoff_ms_k64_p50 / _p99  a group handoff (IPF's bus): 64 MHs, each
       with BUFFERED packets buffered, send their registrations together; the
       first registration sent -> the last of the 64 `handoff_active` (new BS
@@ -41,7 +44,12 @@ Three simple_switch_grpc (gateway + 2 BSs, topo/testbed.py) and the real
       `ipv4_fwd` deliver routes, the client's own encoding), median of 50
   p4rt_parse100_ms  parsing that request's bytes, median of 50
   protobuf_backend  the protobuf implementation those two ran on
-(the last three need only build/bs.p4info.txtpb, not BMv2)
+  inmem_handoff_us  the controller's CPU per handoff without BMv2 (bench/ctl_inmemory.py: the real daemon, its
+      sessions' decoding and its clients' request building, against switches that answer at once): MOVERS of
+      the 1000 MHs register at the other BS at once, median of 4 rounds (_min: the least); then one round
+      profiled, printed per stage (`# ` lines); inmem_profiled_us: that round's daemon loop under cProfile,
+      inmem_encode_share: the share of it encoding route entries
+(the codec and in-memory figures need only build/bs.p4info.txtpb, not BMv2; `--inmemory`: only those)
 `--only PART` (repeatable): only these parts: single (handoff_p*_ms, status), flush64, rate (handoffs_per_s),
   groups (controller path), groups-service, buffer-path (both kinds).
 `--smoke`: 3 handoffs, 20 registered MHs, 2 groups of 8, bursts of 64 (the test suite's check that it runs).
@@ -65,6 +73,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
+from ctl_inmemory import measure as measure_inmemory  # noqa: E402
 from ctl_profile import phase_start, report  # noqa: E402
 from p4handoff.argtypes import whole_number  # noqa: E402
 from p4handoff.controller.p4runtime import P4Info, TableEntry, UpdateType  # noqa: E402
@@ -158,7 +167,22 @@ def flush_full_buffer(workdir: Path) -> tuple[float, float]:
 
 def cpu_s(pid: int) -> float:
     """CPU seconds (user + system, all threads) the process has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return cpu_s_of(Path(f"/proc/{pid}/stat"))
+
+
+def thread_cpu_s(pid: int) -> dict[int, float]:
+    """CPU seconds per thread (by thread id) of the process so far; threads gone since are left out."""
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            out[int(task.name)] = cpu_s_of(task / "stat")
+        except (OSError, ValueError):
+            continue                     # ended meanwhile
+    return out
+
+
+def cpu_s_of(stat: Path) -> float:
+    fields = stat.read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -203,13 +227,21 @@ def handoff_rate(workdir: Path, n_mobiles: int, movers: int, profile: bool = Fal
         base = len(tb.log_events("handoff_active"))
         if tb.controller is not None and prof is not None:
             phase_start(tb.controller)
-        cpu0 = cpu_of(tb)
+        assert tb.controller is not None
+        cpu0, threads0 = cpu_of(tb), thread_cpu_s(tb.controller.pid)
         for i in range(movers):
             tb.register(i, "bs2", 2, wait_reply=0)
         done = wait_handoffs(tb, base + movers, 120)[base:]
         ctl_s, sw_s = (b - a for a, b in zip(cpu0, cpu_of(tb)))
+        threads = thread_cpu_s(tb.controller.pid)
         print(f"rate_controller_cpu_ms_per_handoff: {ctl_s * 1e3 / movers:.2f}")
         print(f"rate_switches_cpu_ms_per_handoff: {sw_s * 1e3 / movers:.2f}")
+        main = (threads.get(tb.controller.pid, 0.0) - threads0.get(tb.controller.pid, 0.0)) * 1e3 / movers
+        others = sorted(((t - threads0.get(tid, 0.0)) * 1e3 / movers for tid, t in threads.items()
+                         if tid != tb.controller.pid), reverse=True)
+        print(f"rate_daemon_thread_cpu_ms_per_handoff: {main:.2f}")
+        print(f"rate_other_threads_cpu_ms_per_handoff: {sum(others):.2f} (busiest: "
+              f"{', '.join(f'{ms:.2f}' for ms in others[:6])})")
         starts = [e for e in tb.log_events("handoff_start")][-movers:]
         elapsed = max(d["ts"] for d in done) - min(s["ts"] for s in starts)
         if prof is not None:
@@ -397,6 +429,8 @@ def main() -> int:
                     help="the controller's packet_out_window in the rate and group runs (default: the description's)")
     ap.add_argument("--only", choices=PARTS, action="append", help="run only this part (repeatable; module doc)")
     ap.add_argument("--smoke", action="store_true", help="3 handoffs, 20 MHs, 10 movers, 2 groups of 8 (tests)")
+    ap.add_argument("--inmemory", action="store_true",
+                    help="only what needs no BMv2: the codec figures and the in-memory handoff path (module doc)")
     ap.add_argument("--profile", action="store_true",
                     help="only the single-MH and handoffs/s runs, their daemon profiled (module doc)")
     args = ap.parse_args()
@@ -410,6 +444,12 @@ def main() -> int:
         print(f"p4rt_write100_ms: {write_ms:.3f}")
         print(f"p4rt_parse100_ms: {parse_ms:.3f}")
         print(f"protobuf_backend: {api_implementation.Type()}")
+        print(f"load_before_inmemory: {os.getloadavg()[0]:.2f}")
+        n, movers, rounds = (100, 20, 2) if args.smoke else (args.mobiles, args.movers, 4)
+        for name, value in measure_inmemory(n, movers, rounds).items():
+            print(f"{name}: {value:.3f}")
+    if args.inmemory:
+        return 0
     ok, why = bmv2_available()
     reasons = [why] if not ok else []
     if not (REPO / "build" / "bs.json").exists():

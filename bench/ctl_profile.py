@@ -48,11 +48,12 @@ def phase_start(proc: subprocess.Popen) -> float:
     return time.time()
 
 
-def stage_table(stats: pstats.Stats, handoffs: int) -> list[tuple[str, int, float]]:
+def stage_table(stats: pstats.Stats, handoffs: int,
+                stages: list[tuple[str, str, str | tuple[str, ...]]] = STAGES) -> list[tuple[str, int, float]]:
     """(label, calls, µs per handoff) of every stage; 0 calls where it never ran."""
     rows = []
     table = stats.stats  # type: ignore[attr-defined]
-    for label, suffix, funcs in STAGES:
+    for label, suffix, funcs in stages:
         calls, cum = 0, 0.0
         for (path, _, name), (_, ncalls, _, ct, _) in table.items():
             if name in ((funcs,) if isinstance(funcs, str) else funcs) and path.endswith(suffix):

@@ -13,6 +13,7 @@ from contextlib import contextmanager, nullcontext
 from typing import IO, Any, Callable
 
 LogFn = Callable[[str, dict[str, Any]], None]
+_encode = json.JSONEncoder(default=str).encode      # json.dumps(..., default=str) without a new encoder per line
 
 
 def no_log(event: str, fields: dict[str, Any]) -> None:
@@ -33,7 +34,7 @@ class JsonLog:
         self._held = 0
 
     def __call__(self, event: str, fields: dict[str, Any]) -> None:
-        line = json.dumps({"ts": round(time.time(), 6), "event": event, **fields}, default=str)
+        line = _encode({"ts": round(time.time(), 6), "event": event, **fields})
         with self._lock:
             self.out.write(line + "\n")
             if not self._held:

@@ -318,7 +318,10 @@ class Network(DocModel):
                                                  "buffers (packet-in / packet-out)")
 
     def switch(self, name: str) -> Switch | None:
-        return next((s for s in self.switches if s.name == name), None)
+        for s in self.switches:         # a plain loop: asked a dozen times per handoff, of a handful of switches
+            if s.name == name:
+                return s
+        return None
 
     @property
     def gateway(self) -> Switch:

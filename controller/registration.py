@@ -10,7 +10,9 @@ are skipped, the home-agent field is not checked).
 from __future__ import annotations
 
 import enum
+import functools
 import ipaddress
+import socket
 import struct
 from dataclasses import dataclass
 
@@ -126,9 +128,12 @@ def _check_extensions(data: bytes) -> None:
         i = end
 
 
+@functools.lru_cache(maxsize=65_536)
 def _a(addr: str) -> bytes:
+    """An address as 4 bytes, parsed strictly once per address (every reply packs two)."""
     return ipaddress.IPv4Address(addr).packed
 
 
 def _s(raw: bytes) -> str:
-    return str(ipaddress.IPv4Address(raw))
+    """4 bytes as a dotted quad: inet_ntoa's text is ipaddress's, at a tenth of the cost."""
+    return socket.inet_ntoa(raw)

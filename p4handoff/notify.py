@@ -15,6 +15,7 @@ so a revision-1 receiver reads a revision-2 notification as before.
 from __future__ import annotations
 
 import enum
+import functools
 import ipaddress
 import struct
 from dataclasses import dataclass
@@ -33,6 +34,12 @@ FLAG_EXTENSION = 0x0002   # an extension block follows the 32 bytes
 _EXT_HEAD = struct.Struct("!BB")       # ext_revision, ext_length (bytes, these two included)
 _EXT_V2 = struct.Struct("!BBHI")       # + buffered packets, flush_end_us
 EXT_SIZE = _EXT_V2.size                # 8 bytes
+
+
+@functools.lru_cache(maxsize=65_536)
+def _packed(addr: str) -> bytes:
+    """An address as 4 bytes, parsed strictly once per address (the controller sends a notification per handoff)."""
+    return ipaddress.IPv4Address(addr).packed
 
 
 class Event(enum.IntEnum):
@@ -99,8 +106,7 @@ class Notification:
         flags = 0 if fwd is None else FLAG_FORWARDING | FLAG_EXTENSION
         head = _FORMAT.pack(
             MAGIC, VERSION, int(self.event), flags, self.seq,
-            ipaddress.IPv4Address(self.mh_addr).packed,
-            ipaddress.IPv4Address(self.path_addr).packed,
+            _packed(self.mh_addr), _packed(self.path_addr),
             self.old_cell, self.new_cell, self.new_link_kbps, self.new_link_delay_us,
         )
         if fwd is None:

@@ -24,7 +24,7 @@ from p4handoff.netns import unavailable_reason
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench"
-HELPERS = {"bmv2_bench.py", "ctl_profile.py"}          # modules the scripts import, not benchmarks
+HELPERS = {"bmv2_bench.py", "ctl_profile.py", "ctl_inmemory.py"}          # modules the scripts import, not benchmarks
 
 
 def needs_bmv2() -> str | None:
@@ -107,6 +107,20 @@ def test_smoke(script: str, tmp_path: Path) -> None:
     assert [f for f in figures if f not in printed] == [], done.stdout
     if script == "spool.py":
         assert len(re.findall(r"us per packet", done.stdout)) == 3, done.stdout
+
+
+def test_controller_inmemory_smoke(tmp_path: Path) -> None:
+    """`bench/controller.py --inmemory`: the in-memory handoff path runs without root or BMv2."""
+    if not (REPO / "build" / "bs.p4info.txtpb").exists():
+        pytest.skip("build/bs.p4info.txtpb missing (make build)")
+    env = {**os.environ, "P4HANDOFF_BUILD": str(REPO / "build")}
+    done = subprocess.run([sys.executable, str(BENCH / "controller.py"), "--smoke", "--inmemory"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = dict(re.findall(r"^(\w+): (.+)$", done.stdout, re.M))
+    assert float(printed["inmem_handoff_us"]) > 0 and 0 < float(printed["inmem_encode_share"]) < 1, done.stdout
+    # the profiled round handled its 20 registrations, each one's route entries encoded
+    assert re.search(r"^# inmem +registration: parse, authenticate, decide +20 ", done.stdout, re.M), done.stdout
 
 
 @pytest.mark.slow

@@ -585,4 +585,4 @@ def test_a_write_encodes_each_entry_object_once_and_the_same_as_by_names(info):
     assert memo.encode(info, a) is memo.encode(info, a)
     other = build_p4info()
     assert memo.encode(other, a) is not memo.encode(info, a)
-    assert memo.encode(info, a).SerializeToString() == encode_table_entry(info, a).SerializeToString()
+    assert memo.encode(info, a) == encode_table_entry(info, a).SerializeToString()      # its wire bytes

@@ -26,8 +26,9 @@ import grpc
 from ._protos import p4runtime_pb2, p4runtime_pb2_grpc
 from .encoding import decode_int
 from p4handoff.controller.p4runtime.entities import (CounterValue, PacketIn, TableEntry, UpdateType, counter_entry,
-                       decode_packet_in, decode_table_entry, encode_packet_out, encode_table_entry,
-                       meter_entry, register_entry)
+                       decode_packet_in, decode_table_entry, encode_packet_out, meter_entry, register_entry,
+                       table_entry_bytes)
+from . import protowire
 from .errors import P4RuntimeError
 from .p4info import P4Info, P4InfoError
 from .stream import StreamChannel
@@ -40,46 +41,61 @@ _MAX_MESSAGE = 256 * 1024 * 1024
 
 def write_request(p4info: Callable[[], P4Info], device_id: int, election_id: tuple[int, int],
                   updates: Iterable[tuple[UpdateType, Entity]],
-                  encode: Callable[[TableEntry], p4runtime_pb2.TableEntry] | None = None) -> p4runtime_pb2.WriteRequest:
+                  encode: Callable[[TableEntry], bytes] | None = None) -> p4runtime_pb2.WriteRequest:
     """One Write batch as sent: TableEntry objects encoded by P4Info names (`p4info` is asked only if needed),
-    or by `encode` (the client's memo of entries it encoded before).
+    or by `encode` (the client's memo of entries it encoded before, as `table_entry_bytes`).
+
+    The request is assembled from each entry's wire bytes and parsed once (p4runtime.protowire): copying
+    each entry's proto into an Update of its own cost more than encoding it.
 
     CONTINUE_ON_ERROR (P4Runtime's default, stated): a failing update does not stop the others; the
     switch answers each update with its own status (P4RuntimeError.updates lists the failed ones)."""
-    request = p4runtime_pb2.WriteRequest(device_id=device_id, atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR)
-    request.election_id.high, request.election_id.low = election_id
+    high, low = election_id
+    election = (protowire.varint_field(1, high) if high else b"") + (protowire.varint_field(2, low) if low else b"")
+    parts = [protowire.varint_field(_REQUEST_DEVICE_ID, device_id) if device_id else b"",
+             protowire.bytes_field(_REQUEST_ELECTION_ID, election) if election else b""]
+    delimited = protowire.delimited
     for kind, entity in updates:
-        update = request.updates.add(type=UpdateType(kind))
         if isinstance(entity, TableEntry):
-            update.entity.table_entry.CopyFrom(encode(entity) if encode is not None
-                                               else encode_table_entry(p4info(), entity))
+            entry = encode(entity) if encode is not None else table_entry_bytes(p4info(), entity)
+            body = delimited(_K_ENTITY_TABLE_ENTRY, entry)
         else:
-            update.entity.CopyFrom(entity)
-    return request
+            body = entity.SerializeToString()
+        parts.append(delimited(_K_REQUEST_UPDATES, _UPDATE_TYPES[UpdateType(kind)] + delimited(_K_UPDATE_ENTITY, body)))
+    # atomicity CONTINUE_ON_ERROR is 0, proto3's default: not on the wire
+    return p4runtime_pb2.WriteRequest.FromString(b"".join(parts))
+
+
+# fields of p4runtime.proto: WriteRequest (device_id, election_id, updates), Update (type, entity), Entity's
+# table_entry; an Update's type field whole (key and value) per type
+_REQUEST_DEVICE_ID, _REQUEST_ELECTION_ID = 1, 3
+_K_REQUEST_UPDATES, _K_UPDATE_ENTITY = protowire.key(4, protowire.LEN), protowire.key(2, protowire.LEN)
+_K_ENTITY_TABLE_ENTRY = protowire.key(2, protowire.LEN)
+_UPDATE_TYPES = {t: protowire.varint_field(1, t) for t in UpdateType}
 
 
 ENCODED_MEMO = 65_536     # entries whose protos a client keeps (then it starts over)
 
 
 class EncodedEntries:
-    """Protos of the TableEntry objects written before, by identity (each kept alive here, so its id is not
-    reused). The controller writes the same few route entries of each MH again and again (Programmer
+    """Wire bytes of the TableEntry objects written before, by identity (each kept alive here, so its id is
+    not reused). The controller writes the same few route entries of each MH again and again (Programmer
     memoizes them), and encoding by P4Info names is most of a Write's cost on the controller's side.
     TableEntry objects are never changed after they are made (nothing in the package assigns to one)."""
 
     def __init__(self) -> None:
-        self._protos: dict[int, tuple[TableEntry, p4runtime_pb2.TableEntry]] = {}
+        self._encoded: dict[int, tuple[TableEntry, bytes]] = {}
         self._p4info: P4Info | None = None
 
-    def encode(self, p4info: P4Info, entry: TableEntry) -> p4runtime_pb2.TableEntry:
-        if p4info is not self._p4info or len(self._protos) >= ENCODED_MEMO:
-            self._protos, self._p4info = {}, p4info         # another pipeline: other ids
-        hit = self._protos.get(id(entry))
+    def encode(self, p4info: P4Info, entry: TableEntry) -> bytes:
+        if p4info is not self._p4info or len(self._encoded) >= ENCODED_MEMO:
+            self._encoded, self._p4info = {}, p4info        # another pipeline: other ids
+        hit = self._encoded.get(id(entry))
         if hit is not None:
             return hit[1]
-        proto = encode_table_entry(p4info, entry)
-        self._protos[id(entry)] = (entry, proto)
-        return proto
+        data = table_entry_bytes(p4info, entry)
+        self._encoded[id(entry)] = (entry, data)
+        return data
 
 
 def default_election_id() -> tuple[int, int]:
@@ -365,21 +381,11 @@ def packet_out_message(p4info: P4Info, payload: bytes, metadata: dict[str, Any],
     header = headers.get(key)
     if header is None:
         header = headers[key] = encode_packet_out(p4info, b"", metadata).SerializeToString()
-    body = _FIELD_PAYLOAD + _varint(len(payload)) + bytes(payload) + header
-    return p4runtime_pb2.StreamMessageRequest.FromString(_FIELD_PACKET + _varint(len(body)) + body)
+    body = protowire.bytes_field(_PACKET_OUT_PAYLOAD, bytes(payload)) + header
+    return p4runtime_pb2.StreamMessageRequest.FromString(protowire.bytes_field(_STREAM_PACKET, body))
 
 
-_FIELD_PACKET = b"\x12"      # StreamMessageRequest.packet: field 2, length-delimited
-_FIELD_PAYLOAD = b"\x0a"     # PacketOut.payload: field 1, length-delimited
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+_STREAM_PACKET, _PACKET_OUT_PAYLOAD = 2, 1     # StreamMessageRequest.packet, PacketOut.payload
 
 
 class PendingWrite:

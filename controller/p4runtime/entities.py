@@ -26,10 +26,14 @@ from typing import Any, Mapping
 
 from ._protos import p4info_pb2, p4runtime_pb2
 from .encoding import EncodingError, decode_int, encode_value, int_to_bytes, to_int
+from . import protowire
 from .p4info import P4Info, P4InfoError
 
 MatchType = p4info_pb2.MatchField.MatchType
 _PRIORITY_KINDS = (MatchType.TERNARY, MatchType.RANGE, MatchType.OPTIONAL)
+# the kinds as plain ints: the enum wrapper's attributes are looked up through __getattr__ on every use
+_EXACT, _LPM, _TERNARY, _RANGE, _OPTIONAL = (int(k) for k in (MatchType.EXACT, MatchType.LPM, MatchType.TERNARY,
+                                                                  MatchType.RANGE, MatchType.OPTIONAL))
 
 
 class UpdateType(enum.IntEnum):
@@ -66,47 +70,101 @@ class PacketIn:
     metadata: dict[str, int]
 
 
-def _field_match(p4info: P4Info, table: p4info_pb2.Table, name: str,
-                 value: Any) -> p4runtime_pb2.FieldMatch | None:
-    mf = p4info.match_field(table, name)
-    what = f"{table.preamble.name} match {name}"
-    width = mf.bitwidth
-    fm = p4runtime_pb2.FieldMatch(field_id=mf.id)
-    kind = mf.match_type
-    if kind == MatchType.EXACT:
-        fm.exact.value = encode_value(value, width, what)
-    elif kind == MatchType.LPM:
-        if isinstance(value, str) and "/" in value:
-            addr, _, plen_text = value.partition("/")
-            value = (addr, int(plen_text))
-        addr, plen = _pair(value, what, "(value, prefix_len)")
-        number = to_int(addr, width, what)
-        if not 0 <= plen <= width:
-            raise EncodingError(f"{what}: prefix length {plen} outside 0..{width}")
-        if plen == 0:
-            return None
-        if number & ((1 << (width - plen)) - 1):
-            raise EncodingError(f"{what}: {value!r} has bits set beyond the /{plen} prefix")
-        fm.lpm.value, fm.lpm.prefix_len = int_to_bytes(number), plen
-    elif kind == MatchType.TERNARY:
-        val, mask = _pair(value, what, "(value, mask)")
-        number, mask_number = to_int(val, width, what), to_int(mask, width, f"{what} mask")
-        if mask_number == 0:
-            return None
-        if number & ~mask_number:
-            raise EncodingError(f"{what}: value {val!r} has bits set outside mask {mask!r}")
-        fm.ternary.value, fm.ternary.mask = int_to_bytes(number), int_to_bytes(mask_number)
-    elif kind == MatchType.RANGE:
-        low, high = _pair(value, what, "(low, high)")
-        low_n, high_n = to_int(low, width, what), to_int(high, width, what)
-        if low_n > high_n:
-            raise EncodingError(f"{what}: empty range {low!r}..{high!r}")
-        fm.range.low, fm.range.high = int_to_bytes(low_n), int_to_bytes(high_n)
-    elif kind == MatchType.OPTIONAL:
-        fm.optional.value = encode_value(value, width, what)
-    else:
-        raise EncodingError(f"{what}: match kind {MatchType.Name(kind)} is not supported by this client")
-    return fm
+def encode_table_entry(p4info: P4Info, entry: TableEntry) -> p4runtime_pb2.TableEntry:
+    """The proto for `entry`; P4InfoError/EncodingError name the offending table, field or value."""
+    return p4runtime_pb2.TableEntry.FromString(table_entry_bytes(p4info, entry))
+
+
+def table_entry_bytes(p4info: P4Info, entry: TableEntry) -> bytes:
+    """`entry` as its TableEntry proto's wire bytes (what `encode_table_entry` parses), checked as it documents.
+
+    A Write carries these bytes as they are (p4runtime.client.write_request): the controller encodes a few
+    route entries per handoff, and building them field by field on message objects, resolving every name
+    through the P4Info each time, was the largest part of its CPU per handoff (docs/controller.md, "The
+    fourth round"). Ids, widths and checks are resolved once per P4Info and table (`_TableCodec`)."""
+    return _table_codec(p4info, entry.table).encode(entry)
+
+
+_CODECS: "weakref.WeakKeyDictionary[P4Info, dict[str, _TableCodec]]" = weakref.WeakKeyDictionary()
+
+
+def _table_codec(p4info: P4Info, name: str) -> "_TableCodec":
+    codecs = _CODECS.get(p4info)
+    if codecs is None:
+        codecs = _CODECS[p4info] = {}
+    codec = codecs.get(name)
+    if codec is None:
+        table = p4info.table(name)          # an unknown name raises here, listing the tables
+        codec = next((c for c in codecs.values() if c.table is table), None) or _TableCodec(p4info, table)
+        codecs[name] = codec
+    return codec
+
+
+# keys of the p4runtime.proto fields written here (p4/v1/p4runtime.proto: field number, wire type)
+_K = protowire.key
+_TABLE_ID, _PRIORITY, _IS_DEFAULT = 1, 4, 8
+_K_MATCH, _K_ACTION, _K_TABLE_ACTION_ACTION = _K(2, protowire.LEN), _K(3, protowire.LEN), _K(1, protowire.LEN)
+_K_FIELD_ID, _K_ACTION_ID, _K_PARAM_ID = _K(1, protowire.VARINT), _K(1, protowire.VARINT), _K(2, protowire.VARINT)
+_K_ACTION_PARAMS, _K_PARAM_VALUE = _K(4, protowire.LEN), _K(3, protowire.LEN)
+_K_KIND = {_EXACT: _K(2, protowire.LEN), _TERNARY: _K(3, protowire.LEN), _LPM: _K(4, protowire.LEN),
+           _RANGE: _K(6, protowire.LEN), _OPTIONAL: _K(7, protowire.LEN)}
+_K_1, _K_2 = _K(1, protowire.LEN), _K(2, protowire.LEN)       # value / prefix_len, mask, low / high
+_K_PREFIX_LEN = _K(2, protowire.VARINT)
+_IS_DEFAULT_TRUE = protowire.varint_field(_IS_DEFAULT, 1)
+_delimited = protowire.delimited
+
+
+def _value(value: Any, width: int, what: str) -> bytes:
+    """`encode_value`, with the common case (an int that fits) checked inline."""
+    if type(value) is int and value >= 0 and not value >> width:
+        return value.to_bytes((value.bit_length() + 7) // 8 or 1, "big")
+    return encode_value(value, width, what)
+
+
+class _FieldCodec:
+    """One match field: its id, width and kind, and the text errors name it by."""
+
+    def __init__(self, table: str, mf: p4info_pb2.MatchField) -> None:
+        self.width, self.kind = mf.bitwidth, mf.match_type
+        self.what = f"{table} match {mf.name}"
+        self.head = _K_FIELD_ID + protowire.varint(mf.id)
+        self.kind_key = _K_KIND.get(mf.match_type, b"")
+
+    def encode(self, value: Any) -> bytes | None:
+        """The FieldMatch as a TableEntry `match` field; None for a wildcard (lpm /0, ternary mask 0)."""
+        what, width, kind = self.what, self.width, self.kind
+        if kind == _EXACT or kind == _OPTIONAL:
+            body = _delimited(_K_1, _value(value, width, what))
+        elif kind == _LPM:
+            if isinstance(value, str) and "/" in value:
+                addr, _, plen_text = value.partition("/")
+                value = (addr, int(plen_text))
+            addr, plen = _pair(value, what, "(value, prefix_len)")
+            number = to_int(addr, width, what)
+            if not 0 <= plen <= width:
+                raise EncodingError(f"{what}: prefix length {plen} outside 0..{width}")
+            if plen == 0:
+                return None
+            if number & ((1 << (width - plen)) - 1):
+                raise EncodingError(f"{what}: {value!r} has bits set beyond the /{plen} prefix")
+            body = _delimited(_K_1, int_to_bytes(number)) + _K_PREFIX_LEN + protowire.varint(plen)
+        elif kind == _TERNARY:
+            val, mask = _pair(value, what, "(value, mask)")
+            number, mask_number = to_int(val, width, what), to_int(mask, width, f"{what} mask")
+            if mask_number == 0:
+                return None
+            if number & ~mask_number:
+                raise EncodingError(f"{what}: value {val!r} has bits set outside mask {mask!r}")
+            body = _delimited(_K_1, int_to_bytes(number)) + _delimited(_K_2, int_to_bytes(mask_number))
+        elif kind == _RANGE:
+            low, high = _pair(value, what, "(low, high)")
+            low_n, high_n = to_int(low, width, what), to_int(high, width, what)
+            if low_n > high_n:
+                raise EncodingError(f"{what}: empty range {low!r}..{high!r}")
+            body = _delimited(_K_1, int_to_bytes(low_n)) + _delimited(_K_2, int_to_bytes(high_n))
+        else:
+            raise EncodingError(f"{what}: match kind {MatchType.Name(kind)} is not supported by this client")
+        return _delimited(_K_MATCH, self.head + _delimited(self.kind_key, body))
 
 
 def _pair(value: Any, what: str, form: str) -> tuple[Any, Any]:
@@ -115,52 +173,87 @@ def _pair(value: Any, what: str, form: str) -> tuple[Any, Any]:
     return value[0], value[1]
 
 
-def _action(p4info: P4Info, table: p4info_pb2.Table, name: str, params: Mapping[str, Any],
-            default: bool) -> p4runtime_pb2.Action:
-    action = p4info.table_action(table, name, default)
-    for param_name in params:
-        p4info.param(action, param_name)  # unknown names raise
-    missing = [p.name for p in action.params if p.name not in params]
-    if missing:
-        raise P4InfoError(f"action {action.preamble.name} needs parameter(s) {', '.join(missing)}")
-    proto = p4runtime_pb2.Action(action_id=action.preamble.id)
-    for p in action.params:
-        proto.params.add(param_id=p.id,
-                         value=encode_value(params[p.name], p.bitwidth, f"{action.preamble.name} param {p.name}"))
-    return proto
+class _ActionCodec:
+    """One action as allowed in one table (as an entry's or as the default action): ids, widths, names."""
 
+    def __init__(self, p4info: P4Info, action: p4info_pb2.Action) -> None:
+        self.p4info, self.action = p4info, action
+        self.head = _K_ACTION_ID + protowire.varint(action.preamble.id)
+        self.params = [(p.name, _K_PARAM_ID + protowire.varint(p.id), p.bitwidth,
+                        f"{action.preamble.name} param {p.name}") for p in action.params]
+        self.names = {p.name for p in action.params}
 
-def encode_table_entry(p4info: P4Info, entry: TableEntry) -> p4runtime_pb2.TableEntry:
-    """The proto for `entry`; P4InfoError/EncodingError name the offending table, field or value."""
-    table = p4info.table(entry.table)
-    proto = p4runtime_pb2.TableEntry(table_id=table.preamble.id)
-    if entry.is_default:
-        if entry.match or entry.priority:
-            raise EncodingError(f"{table.preamble.name}: a default entry has no match and no priority")
-        proto.is_default_action = True
-    else:
-        for name, value in entry.match.items():
-            fm = _field_match(p4info, table, name, value)
-            if fm is not None:
-                proto.match.append(fm)
-        given = {fm.field_id for fm in proto.match}
-        missing = [mf.name for mf in table.match_fields
-                   if mf.match_type == MatchType.EXACT and mf.id not in given]
+    def encode(self, params: Mapping[str, Any]) -> bytes:
+        """The TableEntry `action` field (a TableAction holding this Action with `params`)."""
+        for name in params:
+            if name not in self.names:
+                self.p4info.param(self.action, name)        # raises, listing the action's parameters
+        missing = [name for name, _, _, _ in self.params if name not in params]
         if missing:
-            raise EncodingError(f"{table.preamble.name}: exact match field(s) {', '.join(missing)} must be given")
-        needs_priority = any(mf.match_type in _PRIORITY_KINDS for mf in table.match_fields)
-        if needs_priority and entry.priority <= 0:
-            raise EncodingError(f"{table.preamble.name} has ternary/range/optional fields: priority must be > 0")
-        if not needs_priority and entry.priority:
-            raise EncodingError(f"{table.preamble.name} has no ternary/range/optional field: priority must be 0")
-        if not 0 <= entry.priority < 2**31:
-            raise EncodingError(f"{table.preamble.name}: priority {entry.priority} outside 0..2**31-1")
-        proto.priority = entry.priority
-    if entry.action is not None:
-        proto.action.action.CopyFrom(_action(p4info, table, entry.action, entry.params, entry.is_default))
-    elif entry.params:
-        raise EncodingError(f"{table.preamble.name}: params given without an action")
-    return proto
+            raise P4InfoError(f"action {self.action.preamble.name} needs parameter(s) {', '.join(missing)}")
+        body = self.head + b"".join([
+            _delimited(_K_ACTION_PARAMS, head + _delimited(_K_PARAM_VALUE, _value(params[name], width, what)))
+            for name, head, width, what in self.params])
+        return _delimited(_K_ACTION, _delimited(_K_TABLE_ACTION_ACTION, body))
+
+
+class _TableCodec:
+    """One table: its id, its match fields and the rules an entry must follow, resolved once."""
+
+    def __init__(self, p4info: P4Info, table: p4info_pb2.Table) -> None:
+        self.p4info, self.table, self.name = p4info, table, table.preamble.name
+        self.head = protowire.varint_field(_TABLE_ID, table.preamble.id)
+        self.fields = {mf.name: _FieldCodec(self.name, mf) for mf in table.match_fields}
+        self.exact = [mf.name for mf in table.match_fields if mf.match_type == MatchType.EXACT]
+        self.needs_priority = any(mf.match_type in _PRIORITY_KINDS for mf in table.match_fields)
+        self.actions: dict[tuple[str, bool], _ActionCodec] = {}
+
+    def action(self, name: str, default: bool) -> _ActionCodec:
+        codec = self.actions.get((name, default))
+        if codec is None:
+            action = self.p4info.table_action(self.table, name, default)   # raises where it is not allowed
+            codec = self.actions[(name, default)] = _ActionCodec(self.p4info, action)
+        return codec
+
+    def _unknown_field(self, name: str) -> P4InfoError:
+        """The error `P4Info.match_field` gives for a name the table does not have (listing its fields)."""
+        try:
+            self.p4info.match_field(self.table, name)
+        except P4InfoError as exc:
+            return exc
+        raise AssertionError(f"{self.name} has field {name} but its codec does not")
+
+    def encode(self, entry: TableEntry) -> bytes:
+        parts = [self.head]
+        if entry.is_default:
+            if entry.match or entry.priority:
+                raise EncodingError(f"{self.name}: a default entry has no match and no priority")
+        else:
+            for name, value in entry.match.items():
+                field = self.fields.get(name)
+                if field is None:
+                    raise self._unknown_field(name)
+                data = field.encode(value)
+                if data is not None:
+                    parts.append(data)
+            missing = [name for name in self.exact if name not in entry.match]
+            if missing:
+                raise EncodingError(f"{self.name}: exact match field(s) {', '.join(missing)} must be given")
+            if self.needs_priority and entry.priority <= 0:
+                raise EncodingError(f"{self.name} has ternary/range/optional fields: priority must be > 0")
+            if not self.needs_priority and entry.priority:
+                raise EncodingError(f"{self.name} has no ternary/range/optional field: priority must be 0")
+            if not 0 <= entry.priority < 2**31:
+                raise EncodingError(f"{self.name}: priority {entry.priority} outside 0..2**31-1")
+        if entry.action is not None:
+            parts.append(self.action(entry.action, entry.is_default).encode(entry.params))
+        elif entry.params:
+            raise EncodingError(f"{self.name}: params given without an action")
+        if entry.priority:
+            parts.append(protowire.varint_field(_PRIORITY, entry.priority))
+        if entry.is_default:
+            parts.append(_IS_DEFAULT_TRUE)
+        return b"".join(parts)
 
 
 def decode_table_entry(p4info: P4Info, proto: p4runtime_pb2.TableEntry) -> TableEntry:
