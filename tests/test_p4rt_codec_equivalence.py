@@ -22,7 +22,7 @@ from p4handoff.controller.p4runtime.entities import encode_table_entry, table_en
 from p4handoff.controller.p4runtime.p4info import P4InfoError
 from p4handoff.paths import build_dir
 
-from test_p4runtime_client import build_p4info
+from tests.p4info_support import build_p4info
 
 MatchType = p4info_pb2.MatchField.MatchType
 _PRIORITY_KINDS = (MatchType.TERNARY, MatchType.RANGE, MatchType.OPTIONAL)
