@@ -2,7 +2,7 @@
 
 DSBP counts, at the HANDOFF, the dummy ACKs of the last probe RTT: a HANDOFF
 taken before ACKs already waiting in the socket would count too few (a
-loaded host's `test_dsbp_probes_the_second_address...` once counted none).
+loaded host's `test_dsbp_probes_the_second_address...` once counted none: one possible cause).
 Here more segments than one receive batch wait beside a notification when
 the loop starts. The connection is a recorder of what the driver hands it;
 real connections run through this loop in every tests/test_net_*.py transfer.
