@@ -57,7 +57,6 @@ if TYPE_CHECKING:
 
 MASK32 = 0xFFFFFFFF
 DEFAULT_RTT = 0.1  # pacing before any RTT sample exists
-COUNT_FLOOR = 0.01  # s: the shortest window dummy ACKs are counted over (a host's scheduling, not the path)
 
 
 class Dsbp(CongestionControl):
@@ -96,7 +95,7 @@ class Dsbp(CongestionControl):
             # never restarts go-back-N anyway; only the timer must stay off the forwarded flight
             ctl.hold_flight(now, now + note.forwarding.flush_end_us / 1e6)
         if note.event is Event.HANDOFF and self.probe_addr is not None:
-            window = self._count_window()
+            window = self._probe_rtt()
             count = sum(1 for t in self._dummy_acks if t > now - window)
             self.handoff_counts.append(count)
             target = ctl.ssthresh = self._probed = max(2, count) * ctl.mss
@@ -153,11 +152,6 @@ class Dsbp(CongestionControl):
     def _probe_rtt(self) -> float:
         return self.probe_rtt or self.ctl.srtt or DEFAULT_RTT
 
-    def _count_window(self) -> float:
-        """The probe RTT, but not below COUNT_FLOOR: on a sub-millisecond path (two namespaces) a sender
-        descheduled for longer than the RTT just before the HANDOFF has no dummy ACK in it to count."""
-        return max(self._probe_rtt(), COUNT_FLOOR)
-
     def _stop(self) -> None:
         self.probe_addr = None
         self._next_dummy = None
@@ -196,7 +190,7 @@ class Dsbp(CongestionControl):
             if ticks < 0x80000000:
                 rtt = max(ticks, 1) / ctl.ts_hz
                 self.probe_rtt = rtt if self.probe_rtt is None else min(self.probe_rtt, rtt)
-        horizon = now - 4 * self._count_window()
+        horizon = now - 4 * self._probe_rtt()
         while self._dummy_acks and self._dummy_acks[0] < horizon:
             self._dummy_acks.popleft()
 
