@@ -254,9 +254,9 @@ class BufferService:
     def _refuse(self, conn: socket.socket, reason: str) -> None:
         _, _, peer, _ = self.pending.pop(conn.fileno())
         self.sel.unregister(conn)
-        conn.close()
         self.counters["refused_peers"] += 1
-        self.log("bufsvc_peer_refused", {"peer": peer, "reason": reason})
+        self.log("bufsvc_peer_refused", {"peer": peer, "reason": reason})  # before the peer can see the close
+        conn.close()
 
     def _expire_handshakes(self, now: float) -> None:
         for conn, _, _, deadline in list(self.pending.values()):

@@ -238,7 +238,8 @@ def test_twenty_mobile_hosts_hand_off_concurrently(tmp_path):
             bed.register(i, "bs2", 2, wait_reply=0)      # back to back: all handoffs overlap
         bed.wait_for(lambda s: all(m["bs"] == "bs2" and m["phase"].startswith("attached")
                                    for m in s["mobile_hosts"]), timeout=60)
-        time.sleep(1.0)
+        cell2.wait(lambda frames: all(len(received_seqs(frames, mh_ip(i))) >= per for i in range(n_mh)), 15)
+        time.sleep(0.2)  # a duplicate would come right behind
         frames = cell2.stop()
         for i in range(n_mh):
             assert [s for s, _ in received_seqs(frames, mh_ip(i))] == list(range(per)), mh_name(i)

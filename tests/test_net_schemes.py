@@ -76,6 +76,7 @@ def test_dsbp_probes_the_second_address_with_marked_dummies_and_moves_there_at_h
         path.a.rate_limit(path.link.dev_a, 10_000)
         receiver = OurReceiver(path, "--scheme", "dsbp", "--notify-port", "0", "--time-wait", "0.2",
                                "--trace", str(tmp_path / "recv.jsonl"))
+        watch = RstWatch(path)
         sender = OurSender(path, "--scheme", "dsbp", "--bytes", "3M", "--notify-port", str(NOTIFY),
                            "--trace", str(tmp_path / "send.jsonl"))
         wait_for_data(path.b)
@@ -103,11 +104,16 @@ def test_dsbp_probes_the_second_address_with_marked_dummies_and_moves_there_at_h
     data = [s for s in after if not s.dummy and s.payload]
     assert dummies and all(s.dscp == DSCP_LE and s.payload for s in dummies)
     assert data and all(s.dscp == 0 for s in data)  # after HANDOFF the data itself goes to the new address
-    assert any(r["event"] == "dummy_answered" for r in records(tmp_path / "recv.jsonl"))
+    answered = sum(r["event"] == "dummy_answered" for r in records(tmp_path / "recv.jsonl"))
+    assert answered >= 1
     handoffs = [r for r in records(tmp_path / "send.jsonl") if r["event"] == "dsbp_handoff"]
     assert len(handoffs) == 1
     count = int(handoffs[0]["detail"].split()[0].split("=")[1])
-    assert count >= 1 and handoffs[0]["ssthresh"] == max(2, count) * handoffs[0]["mss"]
+    # how many dummy ACKs fell in the last probe RTT is timing here (a veth's probe RTT can be one clock
+    # tick, less than one segment's serialisation, so 0 is a right count): tests/test_cc_dsbp.py checks
+    # the count; here, that the sender took the answers in (a foreign segment would have drawn a RST)
+    assert watch.resets() == []
+    assert count <= answered and handoffs[0]["ssthresh"] == max(2, count) * handoffs[0]["mss"]
 
 
 def test_sender_on_the_mobile_host_turns_its_carrier_loss_into_detach_and_handoff(tmp_path):

@@ -123,6 +123,15 @@ class Collector:
             now = time.monotonic()
             self.timed += [(now, f) for f in got]
 
+    def wait(self, done: Callable[[list[bytes]], bool], timeout: float) -> bool:
+        """Poll until `done(frames so far)` holds (True) or `timeout` s pass (False): a loaded machine flushes late."""
+        deadline = time.monotonic() + timeout
+        while not done([f for _, f in self.timed]):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
     def stop(self) -> list[bytes]:
         """Stop collecting; the frames in arrival order (their times stay in `timed`)."""
         self._stop.set()
