@@ -26,7 +26,10 @@ Three simple_switch_grpc (gateway + 2 BSs, topo/testbed.py) and the real
       the groups that did not reach their MH
   punt_pps / release_pps / pipeline_pps  the buffer path against the pipeline,
       on the same switches in one run: BURST packets sent back to back to a
-      detached MH (punt_pps: first sent -> all in its buffer), released when it
+      detached MH (punt_pps: their arrival rate at the buffer service, from the
+      kernel's receive timestamps on the service's end of the old BS's port 4;
+      `_controller`: first sent -> the controller's status showing all in its
+      buffer, polled every 2 ms, as its buffer is behind gRPC), released when it
       registers at bs2 (release_pps: their arrival rate at the MH, from the
       kernel's receive timestamps), then the same burst forwarded by the
       pipeline gw -> bs2 -> MH (pipeline_pps, measured the same way)
@@ -79,10 +82,11 @@ from p4handoff.argtypes import whole_number  # noqa: E402
 from p4handoff.controller.p4runtime import P4Info, TableEntry, UpdateType  # noqa: E402
 from p4handoff.controller.p4runtime._protos import p4runtime_pb2  # noqa: E402
 from p4handoff.controller.p4runtime.client import write_request  # noqa: E402
-from p4handoff.topo.testbed import CELL_IFACE, ETH_P_ALL, PACKET_OUTGOING, Collector, Testbed, mh_ip, mh_name, \
+from p4handoff.topo.testbed import BUFSVC_IFACE, CELL_IFACE, ETH_P_ALL, PACKET_OUTGOING, Collector, Testbed, mh_ip, mh_name, \
     parse_udp_frame, received_seqs  # noqa: E402
 from p4handoff.bmv2 import bmv2_available  # noqa: E402
-from p4handoff.netns import unavailable_reason  # noqa: E402
+from p4handoff.netns import Namespace, unavailable_reason  # noqa: E402
+from p4handoff.wire import IP_PROTO_IPIP  # noqa: E402
 
 BUFFERED = 10
 PARTS = ("single", "flush64", "rate", "groups", "groups-service", "buffer-path")
@@ -257,10 +261,10 @@ class Arrivals:
     (SO_TIMESTAMPNS): a burst's rate comes from when its packets arrived, not from when a reader on a
     busy machine got to them."""
 
-    def __init__(self, tb: Testbed, iface: str, dst: str) -> None:
-        self.dst = dst
+    def __init__(self, ns: Namespace, iface: str, dst: str, tunnelled: bool = False) -> None:
+        self.dst, self.tunnelled = dst, tunnelled  # tunnelled: IP-in-IP (a BS's tunnel into its buffer port)
         self.times: list[float] = []
-        self.sock = tb.mh_ns.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        self.sock = ns.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
         self.sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         self.sock.bind((iface, 0))
         self.sock.settimeout(0.1)
@@ -274,6 +278,8 @@ class Arrivals:
                 data, anc, _, addr = self.sock.recvmsg(65535, 64)
             except (socket.timeout, OSError):
                 continue
+            if self.tunnelled and len(data) >= 54 and data[23] == IP_PROTO_IPIP:
+                data = data[:14] + data[34:]
             u = parse_udp_frame(data)
             if addr[2] == PACKET_OUTGOING or u is None or u.dst != self.dst or u.dport != 5001:
                 continue
@@ -284,6 +290,11 @@ class Arrivals:
 
     def rate(self, count: int, timeout: float = 10.0) -> float:
         """Packets/s over the burst (first to last arrival), once `count` arrived or none for 0.5 s."""
+        t = self.times_of(count, timeout)
+        return (len(t) - 1) / max(t[-1] - t[0], 1e-9)
+
+    def times_of(self, count: int, timeout: float = 10.0) -> list[float]:
+        """The arrival times, sorted, once `count` arrived or none for 0.5 s (at least two)."""
         deadline, seen, quiet = time.monotonic() + timeout, -1, time.monotonic()
         while len(self.times) < count and time.monotonic() < deadline and time.monotonic() - quiet < 0.5:
             if len(self.times) != seen:
@@ -296,7 +307,7 @@ class Arrivals:
         t = sorted(self.times)
         if len(t) < 2:
             raise RuntimeError(f"{len(t)} of {count} packets arrived")
-        return (len(t) - 1) / max(t[-1] - t[0], 1e-9)
+        return t
 
 
 def all_buffered(status: dict, n: int) -> bool:
@@ -363,30 +374,41 @@ def buffer_path(workdir: Path, burst: int, rounds: int, service: bool = False) -
         for r in range(rounds):
             tb.ctl({"cmd": "detach", "mh": "mh1"})
             frames = [tb.data_frame(0, seq) for seq in range(2 * r * burst, 2 * (r + 1) * burst)]
+            # the service's side of the old BS's buffer port: the burst's arrival there, as the pipeline's is
+            # taken at the MH (the controller path's buffer is behind gRPC: only the polled rate exists for it)
+            tapped = Arrivals(tb.fab, BUFSVC_IFACE[cells[(r + 1) % 2]], mh_ip(0), tunnelled=True) if service else None
             t0 = time.monotonic()
             for f in frames[:burst]:
                 tb.hosts["ch"].send(f)
-            buffered, t_last = 0, t0           # a burst can overflow a switch's receive queue: count what came
+            # a burst can overflow a switch's receive queue: count what came. The tap times the service's burst;
+            # polling the controller as often as its own path needs would take CPU from the switches meanwhile
+            poll = 0.05 if tapped is not None else 0.002
+            buffered, t_last = 0, t0
             while buffered < burst and time.monotonic() - t_last < 0.5:
                 n = tb.mh_status(0)["buffer"]
                 if n > buffered:
                     buffered, t_last = n, time.monotonic()
-                time.sleep(0.002)
+                time.sleep(poll)
             if buffered < 2:
                 raise RuntimeError(f"{buffered} of {burst} packets reached the buffer")
-            punt = buffered / (t_last - t0)
+            if tapped is not None:
+                t = tapped.times_of(buffered, timeout=1.0)
+                punt = (min(len(t), buffered) - 1) / max(t[-1] - t[0], 1e-9)  # one the service lost did not arrive
+            else:
+                punt = buffered / (t_last - t0)
             cell = cells[r % 2]
-            released = Arrivals(tb, CELL_IFACE[cell], mh_ip(0))
+            released = Arrivals(tb.mh_ns, CELL_IFACE[cell], mh_ip(0))
             tb.register(0, cell, r + 2, wait_reply=0)
             wait_handoffs(tb, r + 1, 30)
             release = released.rate(buffered)
             time.sleep(0.1)
-            forwarded = Arrivals(tb, CELL_IFACE[cell], mh_ip(0))
+            forwarded = Arrivals(tb.mh_ns, CELL_IFACE[cell], mh_ip(0))
             for f in frames[burst:]:
                 tb.hosts["ch"].send(f)
             pipeline = forwarded.rate(burst)
             rows.append((punt, release, pipeline, min(punt, release) / pipeline))
-            print(f"# {'service' if service else 'controller'} buffer path round {r}: punt {punt:.0f}, release "
+            print(f"# {'service' if service else 'controller'} buffer path round {r}: {buffered} of {burst} "
+                  f"buffered, {len(forwarded.times)} forwarded; punt {punt:.0f}, release "
                   f"{release:.0f}, pipeline {pipeline:.0f} pps, ratio {rows[-1][3]:.3f}, load "
                   f"{os.getloadavg()[0]:.2f}", flush=True)
     finally:
@@ -470,7 +492,8 @@ def main() -> int:
         parts = set(args.only or PARTS)
         figures(tmp_path, args, parts)
         for service in (False, True) if "buffer-path" in parts else ():
-            punt, release, pipeline, ratio = buffer_path(tmp_path / f"e{int(service)}", args.burst, args.rounds, service)
+            punt, release, pipeline, ratio = buffer_path(tmp_path / f"e{int(service)}", args.burst, args.rounds,
+                                                         service)
             tag = "" if service else "_controller"
             print(f"punt_pps{tag}: {punt:.0f}")
             print(f"release_pps{tag}: {release:.0f}")
