@@ -7,7 +7,8 @@ Three simple_switch_grpc (gateway + 2 BSs, topo/testbed.py) and the real
       bs1 <-> bs2), each with BUFFERED packets in the old BS's buffer:
       registration processed by the controller -> new BS delivering, buffer
       flushed (priority tunnel), gateway rerouted, all written to the switches
-      (the `duration_ms` of each `handoff_active` log line)
+      (the `duration_ms` of each `handoff_active` log line); `_service`: the
+      same through the buffer service
   handoffs_per_s  1000 registered MHs; RATE_MHS of them hand off at once
       (registrations sent back to back): handoffs / (last completion - first
       registration processed); rate_controller_cpu_ms_per_handoff / rate_switches_cpu_ms_per_handoff:
@@ -89,7 +90,7 @@ from p4handoff.netns import Namespace, unavailable_reason  # noqa: E402
 from p4handoff.wire import IP_PROTO_IPIP  # noqa: E402
 
 BUFFERED = 10
-PARTS = ("single", "flush64", "rate", "groups", "groups-service", "buffer-path")
+PARTS = ("single", "single-service", "flush64", "rate", "groups", "groups-service", "buffer-path")
 STATUS_ROUNDS = 20
 SO_TIMESTAMPNS = 35       # Linux, <asm-generic/socket.h> (the socket module does not name it)
 SO_RCVBUFFORCE = 33       # the same (root: above rmem_max)
@@ -117,8 +118,8 @@ def buffer_packets(tb: Testbed, i: int, n: int, first_seq: int) -> None:
     tb.wait_for(lambda s: next(m for m in s["mobile_hosts"] if m["mh"] == mh_name(i))["buffer"] >= n, timeout=10)
 
 
-def completion_times(workdir: Path, handoffs: int, profile: bool = False) -> list[float]:
-    tb = Testbed(workdir, n_mobiles=1, hold_time_ms=50)
+def completion_times(workdir: Path, handoffs: int, profile: bool = False, service: bool = False) -> list[float]:
+    tb = Testbed(workdir, n_mobiles=1, hold_time_ms=50, buffer_service=service)
     prof = workdir / "single.prof" if profile else None
     try:
         tb.start()
@@ -137,6 +138,8 @@ def completion_times(workdir: Path, handoffs: int, profile: bool = False) -> lis
         if prof is not None:
             tb.stop_controller()
             print(f"profile_single_us: {report(f'single MH, {BUFFERED} packets buffered', prof, handoffs):.0f}")
+            return [d["duration_ms"] for d in tb.log_events("handoff_active")]
+        if service:
             return [d["duration_ms"] for d in tb.log_events("handoff_active")]
         status_ms = []
         for _ in range(STATUS_ROUNDS):
@@ -512,12 +515,13 @@ def profiled(tmp_path: Path, args: argparse.Namespace) -> None:
 
 def figures(tmp_path: Path, args: argparse.Namespace, parts: set[str]) -> None:
     """Everything but the buffer path (module doc) that `parts` names, in one run."""
-    if "single" in parts:
-        times = completion_times(tmp_path / "a", args.handoffs)
-        print(f"handoffs_measured: {len(times)}")
-        print(f"handoff_p50_ms: {percentile(times, 50):.2f}")
-        print(f"handoff_p99_ms: {percentile(times, 99):.2f}")
-        print(f"handoff_mean_ms: {statistics.fmean(times):.2f}")
+    for service in ("single" in parts and (False,) or ()) + ("single-service" in parts and (True,) or ()):
+        times = completion_times(tmp_path / f"a{int(service)}", args.handoffs, service=service)
+        tag = "_service" if service else ""
+        print(f"handoffs_measured{tag}: {len(times)}")
+        print(f"handoff_p50_ms{tag}: {percentile(times, 50):.2f}")
+        print(f"handoff_p99_ms{tag}: {percentile(times, 99):.2f}")
+        print(f"handoff_mean_ms{tag}: {statistics.fmean(times):.2f}")
     if "flush64" in parts:
         flush_ms, pps = flush_full_buffer(tmp_path / "b")
         print(f"flush64_ms: {flush_ms:.2f}")

@@ -217,6 +217,9 @@ class BufferService:
             conn, peer = self.listener.accept()
         except BlockingIOError:
             return
+        # arrivals are small messages sent as they come: Nagle would hold one behind the controller's delayed
+        # ACK (~40 ms; a gateway marker diverted into the service waited that long, issue 24)
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         chan = Channel(self.key, "service")
         try:
             conn.sendall(chan.hello())

@@ -232,8 +232,8 @@ class Daemon:
         return isinstance(ev, PacketInEvent) and ev.at <= deadline
 
     def _handle(self, ev: object) -> None:
-        if isinstance(ev, PacketInEvent):
-            self._on_packet_ins(ev)
+        if isinstance(ev, (PacketInEvent, ServiceArrivals)):
+            self._on_inputs(ev)
         elif isinstance(ev, Connected):
             entries = self._attach_client(ev)
             if entries is not None:
@@ -244,8 +244,6 @@ class Daemon:
             self._on_request(ev)
         elif isinstance(ev, CountersRead):
             self._on_counters(ev)
-        elif isinstance(ev, ServiceArrivals):
-            self._on_arrivals(ev)
         elif isinstance(ev, ServiceReleased):
             if self.releases.fences.answer(PROBE, ev.batch):
                 self.releases.settle()
@@ -420,32 +418,52 @@ class Daemon:
 
     # ------------------------------------------------------------------ packet-ins
 
-    def _on_packet_ins(self, first: PacketInEvent) -> None:
-        """`first` and the packet-ins already queued behind it (at most MAX_BATCH), handled one by one in
-        arrival order, their effects flushed together: registrations sent together share Writes."""
-        batch = self._batch()
+    def _on_inputs(self, first: PacketInEvent | ServiceArrivals) -> None:
+        """`first` and the packet-ins and service arrivals already queued behind it (at most MAX_BATCH events),
+        handled one by one in arrival order, their effects flushed together: registrations sent together share
+        Writes, also when the gateway markers of earlier ones come back through the buffer service between them
+        (as on the packet-in path, where those markers are packet-ins). A fence answer met meanwhile
+        (`ServiceReleased`) is handled right after the batch: answering it later only journals later."""
+        batch, after = self._batch(), deque[object]()
+        last: ServiceArrivals | None = None
         with held(self.log):                # the batch's log lines: one write (each step's before its packets)
-            with self.replay.deferred():    # the batch's accepted registrations: one write (and fsync)
-                self._collect_packet_ins(first, batch)
+            # the batch's accepted registrations and arrivals: one write (and fsync) each, before anything leaves
+            with self.replay.deferred(), self.mobility.pool.deferred_journal():
+                ev: object = first
+                for _ in range(MAX_BATCH):
+                    if isinstance(ev, PacketInEvent):
+                        self._take_packet_in(ev, batch)
+                    elif isinstance(ev, ServiceArrivals):
+                        try:
+                            self._take_arrivals(ev, batch)
+                        except Exception as exc:    # the others' effects still go out; this is not acknowledged
+                            self.log("internal_error", {"error": repr(exc), "event": "ServiceArrivals",
+                                                        "trace": traceback.format_exc(limit=8)})
+                            break
+                        last = ev
+                    elif isinstance(ev, ServiceReleased):
+                        after.append(ev)
+                    else:
+                        after.append(ev)
+                        break
+                    try:
+                        ev = self._held.popleft() if self._held else self.events.get_nowait()  # held ones are older
+                    except queue.Empty:
+                        break
+                else:
+                    after.append(ev)
             self._flush(batch)              # replies and notifications only now: journaled before they leave
+        if last is not None:
+            assert self.bufsvc is not None
+            self.bufsvc.ack(last)           # handled and journaled: the service may forget them
+        self._held.extendleft(reversed(after))
 
-    def _collect_packet_ins(self, first: PacketInEvent, batch: EffectBatch) -> None:
-        ev: object = first
-        for _ in range(MAX_BATCH):
-            if not isinstance(ev, PacketInEvent):
-                self._held.appendleft(ev)
-                break
-            try:
-                self._on_packet_in(ev, batch)
-            except Exception as exc:        # as in _step, but the batch's other effects must still go out
-                self.log("internal_error", {"error": repr(exc), "event": "PacketInEvent",
-                                            "trace": traceback.format_exc(limit=8)})
-            try:
-                ev = self._held.popleft() if self._held else self.events.get_nowait()   # held ones are older
-            except queue.Empty:
-                break
-        else:
-            self._held.appendleft(ev)
+    def _take_packet_in(self, ev: PacketInEvent, batch: EffectBatch) -> None:
+        try:
+            self._on_packet_in(ev, batch)
+        except Exception as exc:            # as in _step, but the batch's other effects must still go out
+            self.log("internal_error", {"error": repr(exc), "event": "PacketInEvent",
+                                        "trace": traceback.format_exc(limit=8)})
 
     def _on_packet_in(self, ev: PacketInEvent, batch: EffectBatch) -> None:
         if ev.client is not self.sessions[ev.switch].client:
@@ -467,32 +485,14 @@ class Daemon:
             for nonce in self._stood_for(split_ethernet(ev.packet.payload)[2]):
                 batch.add(self.mobility.marker_back(ev.switch, nonce, now))
 
-    def _on_arrivals(self, first: ServiceArrivals) -> None:
-        """Packets the buffer service read from the switches' buffer ports (with the messages already queued
-        behind these): handled as buffer packet-ins, their effects flushed as one batch."""
+    def _take_arrivals(self, ev: ServiceArrivals, batch: EffectBatch) -> None:
+        """Packets the buffer service read from the switches' buffer ports: handled as buffer packet-ins."""
         assert self.bufsvc is not None
-        batch, now, last = self._batch(), time.monotonic(), first
-        ev: ServiceArrivals | None = first
-        with held(self.log):
-            with self.mobility.pool.deferred_journal():
-                while ev is not None:
-                    for switch, packet in self.bufsvc.accepted(ev):
-                        batch.add(self.mobility.packet_in(switch, packet, now))
-                        for nonce in self._stood_for(packet) if self._followers else []:
-                            batch.add(self.mobility.marker_back(switch, nonce, now))
-                    last, ev = ev, self._queued_arrivals()
-            self._flush(batch)
-        self.bufsvc.ack(last)          # handled and journaled: the service may forget them
-
-    def _queued_arrivals(self) -> ServiceArrivals | None:
-        try:
-            ev = self._held.popleft() if self._held else self.events.get_nowait()
-        except queue.Empty:
-            return None
-        if isinstance(ev, ServiceArrivals):
-            return ev
-        self._held.appendleft(ev)
-        return None
+        now = time.monotonic()
+        for switch, packet in self.bufsvc.accepted(ev):
+            batch.add(self.mobility.packet_in(switch, packet, now))
+            for nonce in self._stood_for(packet) if self._followers else []:
+                batch.add(self.mobility.marker_back(switch, nonce, now))
 
     def _stood_for(self, packet: bytes) -> list[int]:
         """The markers a returned marker stood in for (coalesced behind it, effect_batch.py)."""

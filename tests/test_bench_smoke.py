@@ -48,7 +48,7 @@ SMOKE = {
     "scale.py": (("sweep_speedup", "results_mb_per_run"), None),
     "spool.py": ((), None),
     "hosts_goodput.py": (("host_goodput_mbps", "host_vs_kernel_ratio"), unavailable_reason),
-    "controller.py": (("handoff_p99_ms", "punt_to_release_pps", "handoffs_per_s", "group_handoff_ms_k8_p99",
+    "controller.py": (("handoff_p99_ms", "handoff_p99_ms_service", "punt_to_release_pps", "handoffs_per_s", "group_handoff_ms_k8_p99",
                        "release_pps", "pipeline_pps", "buffer_path_vs_pipeline", "buffer_path_vs_pipeline_controller"),
                       needs_bmv2),
     "punt_flood_cost.py": (("flood_punt_p99_ratio", "flood_malformed_p99_ratio", "flood_unswitched_p99_ratio",
