@@ -98,24 +98,31 @@ class ServiceLink:
         chan = Channel(self.key, "controller")
         with self._lock:
             self._sock, self._chan = sock, chan
+        early: list[tuple[int, bytes]] = []
         while not chan.ready:
             data = sock.recv(4096)
             if not data:
                 raise ChannelError("the service closed the connection during the handshake (refused us?)")
-            _, reply = chan.feed(data)
+            # the service sends what we have not acknowledged right behind its last handshake message: one
+            # read can hold both (with TCP_NODELAY it did, and those arrivals were lost until another restart)
+            got, reply = chan.feed(data)
+            early += got
             if reply:
                 sock.sendall(reply)
         sock.settimeout(None)
         self.up = True
         self.post(ServiceState(True))
+        self._dispatch(early)
         while not self._stop.is_set():
             data = sock.recv(1 << 20)
             if not data:
                 raise ChannelError("the service closed the connection")
-            messages, _ = chan.feed(data)
-            for kind, payload in messages:
-                if kind == ARRIVALS:
-                    first, items = unpack_items(payload)
-                    self.post(ServiceArrivals(first, items))
-                elif kind == RELEASED:
-                    self.post(ServiceReleased(unpack_number(payload)))
+            self._dispatch(chan.feed(data)[0])
+
+    def _dispatch(self, messages: list[tuple[int, bytes]]) -> None:
+        for kind, payload in messages:
+            if kind == ARRIVALS:
+                first, items = unpack_items(payload)
+                self.post(ServiceArrivals(first, items))
+            elif kind == RELEASED:
+                self.post(ServiceReleased(unpack_number(payload)))

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import copy
+import queue
+import socket
 
 import pytest
 import yaml
 
+from p4handoff.controller.bufsvc_link import ServiceArrivals, ServiceLink, ServiceState
 from p4handoff.controller.bufsvc_pacer import ReleasePacer
 from p4handoff.controller.bufsvc_wire import ARRIVALS, RELEASE, Channel, ChannelError, pack_items, unpack_items
 from p4handoff.controller.intents import Punt
@@ -34,6 +37,31 @@ def test_both_ends_authenticate_and_frames_pass_in_order_split_anywhere():
         got += svc.feed(data[i:i + 5])[0]
     assert [k for k, _ in got] == [RELEASE, ARRIVALS]
     assert unpack_items(got[0][1]) == (7, items)
+
+
+def test_the_controllers_link_keeps_arrivals_that_come_in_one_read_with_the_handshakes_end():
+    """The service sends what was not acknowledged right behind its last handshake message; over loopback TCP
+    (one `sendall` here, as TCP_NODELAY made it happen) the controller's link reads both at once."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    posted: queue.Queue[object] = queue.Queue()
+    link = ServiceLink(f"127.0.0.1:{listener.getsockname()[1]}", KEY, posted.put, lambda e, f: None)
+    link.start()
+    items = [("192.168.100.2", b"\x45" + bytes(39))]
+    try:
+        listener.settimeout(5)
+        conn, _ = listener.accept()
+        with conn:
+            conn.settimeout(5)
+            svc = Channel(KEY, "service")
+            conn.sendall(svc.hello())
+            _, welcome = svc.feed(conn.recv(4096))
+            assert svc.ready
+            conn.sendall(welcome + svc.frame(ARRIVALS, pack_items(1, items)))
+            got = [posted.get(timeout=5), posted.get(timeout=5)]
+    finally:
+        link.stop()
+        listener.close()
+    assert got == [ServiceState(True), ServiceArrivals(1, items)]
 
 
 def test_a_wrong_key_is_refused_at_either_end():
