@@ -124,8 +124,9 @@ def test_utilisation_counts_only_what_was_serialised_by_the_edge() -> None:
 @pytest.mark.slow
 def test_report_shows_what_the_cell_admitted_by_class_and_dropped_by_cause(tmp_path: Path) -> None:
     windows = [{"name": "burst", "from": 10, "to": 15}, {"name": "after", "from": 10, "to": 16}]
+    table = [{"metric": m, "link": "new", "window": "burst"} for m in ("max_avg_queue", "drops", "priority_admitted")]
     sf = load(ROOT / "traces" / "ipf-burst.yaml", (("duration", 16), ("measure.windows", windows),
-                                                   ("measure.plot_range", [8, 16])), (), ())
+                                                   ("measure.plot_range", [8, 16]), ("measure.table", table)), (), ())
     res = run_scenario(sf, SimBackend(), seed=None, repeats=1, results_root=tmp_path, run_id="r",
                        progress_out=None, make_plots=False)
     report = (res.directory / "report.md").read_text()
@@ -135,6 +136,11 @@ def test_report_shows_what_the_cell_admitted_by_class_and_dropped_by_cause(tmp_p
     flush, gradual = rows["handoff flush, IPF (M-RED)"], rows["new connection, RED"]
     assert int(flush.split(" | ")[4]) > 0      # the flush arrived marked priority
     assert int(gradual.split(" | ")[4]) == 0   # a new connection's packets are not
+    # the metric is the same counter: the report's table and the run's quantities agree with the section
+    for r in res.records:
+        admitted = r.quantities["priority_admitted[new]@burst"]
+        assert admitted == int(rows[r.variant].split(" | ")[4])
+        assert (admitted > 0) == r.variant.startswith("handoff flush")   # marked by the old BS, whatever the AQM
 
 
 def test_a_quantity_not_measured_has_no_spread() -> None:

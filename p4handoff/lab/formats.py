@@ -41,7 +41,7 @@ def fmt_apart(metric: str, values: list[float]) -> list[str]:
 def unit(metric: str) -> str:
     return {"throughput": "Mb/s", "total_throughput": "Mb/s", "ideal": "Mb/s", "percent_of_ideal": "% of ideal",
             "loss_rate": "%", "utilization": "%", "max_avg_queue": "packets", "max_queue": "packets",
-            "min_queue": "packets",
+            "min_queue": "packets", "priority_admitted": "packets",
             "data_losses": "packets", "drops": "packets", "delivered_bytes": "bytes",
             "dummies_sent": "segments", "forwarded_resent": "segments"}.get(metric, "")
 

@@ -19,6 +19,9 @@
   rounding (so it never exceeds 100 %).
 - max_queue, min_queue, max_avg_queue: over the queue samples in the window
   (min_queue 0 = the queue ran empty: RED's synchronisation collapse).
+- priority_admitted: IPF priority packets the cell's queue admitted in the
+  window (the flush, as the new BS's M-RED counts it); in the lab the
+  switch's counter, so lab and simulator compare the same quantity.
 """
 from __future__ import annotations
 
@@ -92,6 +95,14 @@ def _link_counter(data: RunData, link: str, t: float, key: str) -> float:
     return float(sum(value.values())) if isinstance(value, dict) else float(value)
 
 
+def _admitted(data: RunData, link: str, t: float, cls: str) -> float:
+    """Packets of class `cls` ("np", "prio", "dummy") the link's queue admitted by time `t`."""
+    counters = data.snapshot(t).get(link)
+    if counters is None or "admitted" not in counters:
+        raise ValueError(f"no admission counters for link {link!r} (only a cell's queue has them)")
+    return float(counters["admitted"].get(cls, 0))
+
+
 def value(scn: Scenario, data: RunData, q: Quantity) -> float:
     """One quantity of one run (b/s for rates, % for percent_of_ideal, fractions for rates of loss)."""
     w = scn.measure.window(q.window)
@@ -138,6 +149,8 @@ def value(scn: Scenario, data: RunData, q: Quantity) -> float:
         return min(1.0, sent_bytes * 8 / (rate * (b - a if b > a else length)))
     if q.metric == "drops":
         return _link_counter(data, link, t1, "drops") - _link_counter(data, link, t0, "drops")
+    if q.metric == "priority_admitted":
+        return _admitted(data, link, t1, "prio") - _admitted(data, link, t0, "prio")
     rows = [r for r in data.queue_rows if r[1] == link and t0 <= r[0] <= t1]
     if not rows:
         raise ValueError(f"no queue samples of {link} in {t0:g}..{t1:g} s (list it under measure.queues)")

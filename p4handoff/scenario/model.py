@@ -18,7 +18,7 @@ OUTAGE_RULES = ("excluded", "credited")
 REPEAT_RULES = ("majority", "all", "means")
 FLOW_METRICS = ("throughput", "percent_of_ideal", "loss_rate", "data_losses", "delivered_bytes", "dummies_sent",
                 "forwarded_resent")
-LINK_METRICS = ("utilization", "max_avg_queue", "max_queue", "min_queue", "drops")
+LINK_METRICS = ("utilization", "max_avg_queue", "max_queue", "min_queue", "drops", "priority_admitted")
 #: Metrics measured in b/s and as fractions (shown in Mb/s and %; files may write '2Mbps', '5%').
 RATE_METRICS = ("throughput", "total_throughput", "ideal")
 FRACTION_METRICS = ("loss_rate", "utilization")
