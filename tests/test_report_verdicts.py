@@ -186,3 +186,21 @@ def test_a_ratio_near_one_is_printed_with_the_digits_that_keep_it_apart() -> Non
     from p4handoff.lab.report import _ratio_text
     assert _ratio_text(0.9998, 1.0) == "0.9998"
     assert _ratio_text(1.25, 1.0) == "1.25" and _ratio_text(2.0, 2.0) == "1.00"
+
+
+def test_priority_admitted_needs_a_queue_that_counts_admissions() -> None:
+    """A link whose counters carry no admissions by class (the lab reads them only at a cell's queue) gets a
+    clear error naming the link, not a KeyError or a zero."""
+    from p4handoff.lab.metrics import value
+    from p4handoff.lab.rundata import RunData
+    from p4handoff.scenario.loader import Quantity
+
+    sf = load(ROOT / "traces" / "ipf-burst.yaml", (), (), ())
+    _, _, scn = next(sf.runs())
+    counted = {"bytes_sent": 0, "drops": {}, "admitted": {"np": 5, "prio": 2, "dummy": 0}}
+    later = {"bytes_sent": 0, "drops": {}, "admitted": {"np": 9, "prio": 30, "dummy": 1}}
+    data = RunData(flows={}, link_rates={}, link_snapshots={10.0: {"new": counted}, 15.0: {"new": later}})
+    assert value(scn, data, Quantity("priority_admitted", "burst", link="new")) == 28.0
+    data.link_snapshots = {10.0: {"new": {"bytes_sent": 0, "drops": {}}}, 15.0: {"new": later}}
+    with pytest.raises(ValueError, match="no admission counters for link 'new'"):
+        value(scn, data, Quantity("priority_admitted", "burst", link="new"))
