@@ -99,7 +99,7 @@ def _admitted(data: RunData, link: str, t: float, cls: str) -> float:
     """Packets of class `cls` ("np", "prio", "dummy") the link's queue admitted by time `t`."""
     counters = data.snapshot(t).get(link)
     if counters is None or "admitted" not in counters:
-        raise ValueError(f"no admission counters for link {link!r} (only a cell's queue has them)")
+        raise ValueError(f"no admission counters for link {link!r} (the lab counts them only at a cell's queue)")
     return float(counters["admitted"].get(cls, 0))
 
 
