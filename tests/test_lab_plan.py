@@ -107,3 +107,11 @@ def test_a_revision_1_base_station_tells_the_labs_controller_not_to_signal() -> 
     assert [s.signal_forwarding for s in net.switches] == [True, False, True]
     flagged = next(v for v in sf.variants if v.label == "flag-aware Bandwidth-Aware / IPF")
     assert all("signal_forwarding" not in s for s in plan(sf.resolve(flagged, sf.points()[0])).network["switches"])
+
+
+def test_a_route_delay_is_refused_in_the_lab() -> None:
+    """`route_delay` stands in for the controller's handoff time in the simulator; the lab has the real one."""
+    sf = load(TRACES / "combined-group-handoff-lab.yaml",
+              (("topology.base_stations.bs_old.route_delay", "150ms"),), (), ())
+    with pytest.raises(LabError, match="bs_old: route_delay is the simulator's stand-in"):
+        plan(sf.resolve(sf.variants[0], sf.points()[0]))

@@ -313,6 +313,70 @@ def test_ipf_base_station_tells_the_senders_what_it_forwards() -> None:
     assert [n.forwarding for n in notes[False]] == [None, None]
 
 
+def test_a_route_delay_keeps_the_old_path_while_the_old_bs_forwards_priority_marked() -> None:
+    """`route_delay` (the lab controller's ordered handoff): the gateway keeps sending to the BS the MH left for
+    the delay after the handoff, that BS forwards what reaches it priority-marked; nothing is lost."""
+    runs = {}
+    for delay in (0.0, 0.2):
+        net = Network(seed=0)
+        ch, gw = net.host("ch", "10.0.0.1"), net.router("gw")
+        bs1 = net.base_station("bs1", ipf=True, ipf_limit=400, route_delay=delay)
+        bs2 = net.base_station("bs2", ipf=True, ipf_limit=400)
+        net.link(ch, gw, 100e6, 0.001)
+        net.link(gw, bs1, 10e6, 0.004, queue=Queue(100))
+        net.link(gw, bs2, 10e6, 0.004, queue=Queue(100))
+        net.link(bs1, bs2, 10e6, 0.001)
+        wlan = net.cell("wlan", bs1, 20e6, 0.001, queue=Queue(100))
+        g3 = net.cell("g3", bs2, 20e6, 0.001, queue=Queue(100))
+        mh = net.mobile_host("mh", "10.0.9.1", {"wlan": "10.0.1.9", "g3": "10.0.2.9"})
+        net.start_in(mh, "wlan", wlan)
+        net.vertical_handoff(mh, "wlan", "g3", g3, at=1.0, outage=0.3)      # the handoff at 1.3 s
+        src, sink = Source("10.0.0.1", "10.0.9.1", 500, gap=0.004), Sink("10.0.9.1")
+        f = net.flow("f", ch, src, mh, sink, 4000, 5000)
+        routes = []
+        for t in (1.29, 1.31, 1.49, 1.51):
+            net.run(t)
+            routes.append(gw.routes["10.0.9.1"].name)
+        net.run(2.5)
+        runs[delay] = (routes, bs1.forwarded, f.stats.data_losses, len(sink.rows))
+    routes, forwarded, losses, delivered = runs[0.2]
+    assert routes == ["gw->bs1", "gw->bs1", "gw->bs1", "gw->bs2"]    # the gateway follows 0.2 s after the handoff
+    assert runs[0.0][0] == ["gw->bs1", "gw->bs2", "gw->bs2", "gw->bs2"]    # without the delay, at the handoff
+    assert losses == 0 and delivered == 500
+    # the outage's ~75 packets either way, then the delay's 4 ms arrivals (~50) through the old BS as well
+    assert 40 <= forwarded - runs[0.0][1] <= 55
+
+
+def test_a_delayed_route_does_not_undo_a_later_handoff() -> None:
+    """Back to the first cell before the delayed routes of the move away fall due: they are not applied."""
+    net = Network()
+    ch, gw = net.host("ch", "10.0.0.1"), net.router("gw")
+    bs1 = net.base_station("bs1", ipf=True, route_delay=0.3)
+    bs2 = net.base_station("bs2", ipf=True, route_delay=0.3)
+    net.link(ch, gw, 100e6, 0.001)
+    to_bs1, _ = net.link(gw, bs1, 10e6, 0.001)
+    net.link(gw, bs2, 10e6, 0.001)
+    net.link(bs1, bs2, 10e6, 0.001)
+    c1 = net.cell("c1", bs1, 2e6, 0.003, queue=MRED(300, 100, 200, 0.02, 0.002))
+    c2 = net.cell("c2", bs2, 2e6, 0.003, queue=MRED(300, 100, 200, 0.02, 0.002))
+    mh = net.mobile_host("mh", "10.0.9.1", {"radio": "10.0.1.9"})
+    net.start_in(mh, "radio", c1)
+    net.vertical_handoff(mh, "radio", "radio", c2, at=1.0, outage=0.05)    # to c2 at 1.05; routes due at 1.35
+    net.vertical_handoff(mh, "radio", "radio", c1, at=1.1, outage=0.05)    # back to c1 at 1.15
+    src, sink = Source("10.0.0.1", "10.0.9.1", 500, gap=0.004), Sink()
+    f = net.flow("f", ch, src, mh, sink, 4000, 5000)
+    net.run(1.4)
+    assert gw.routes["10.0.9.1"] is to_bs1 and bs1.routes["10.0.9.1"] is c1.downlink
+    net.run(3.0)
+    assert f.stats.data_losses == 0 and len(sink.rows) == 500
+    assert gw.routes["10.0.9.1"] is to_bs1
+
+
+def test_a_negative_route_delay_is_refused() -> None:
+    with pytest.raises(ValueError, match="bs1: route_delay must not be negative"):
+        Network().base_station("bs1", route_delay=-0.1)
+
+
 def test_ipf_forwards_what_fails_on_the_air_after_a_break_free_flush() -> None:
     """Detach and handoff at one instant (an overlap's single binding) over a 28 ms old cell: the
     flush goes at once, and packets still on the air then are forwarded after it, not lost."""

@@ -242,6 +242,9 @@ def plan(scn: Scenario) -> LabPlan:
     for b in topo.base_stations:
         if any(sw not in peers[gw] for sw in lab_of[b.name]):
             problems.append(f"base station {b.name} has no link to the gateway {gw}")
+        if b.route_delay:
+            problems.append(f"base station {b.name}: route_delay is the simulator's stand-in for the controller's "
+                            "handoff time; the lab's controller takes its own (set it to 0 for the lab)")
     for h in topo.correspondents:
         if h.name not in host_plans and not any(h.name in p for p in problems):
             problems.append(f"correspondent {h.name} has no link to the gateway")

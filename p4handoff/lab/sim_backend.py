@@ -60,7 +60,7 @@ def build(scn: Scenario, seed: int, trace_dir: Path | None) -> tuple[Network, di
         nodes[r] = net.router(r)
     for b in topo.base_stations:
         nodes[b.name] = stations[b.name] = net.base_station(b.name, b.ipf, b.ipf_limit, b.forward_delay,
-                                                                 b.signal_forwarding)
+                                                                 b.signal_forwarding, b.route_delay)
     for link in topo.links:
         net.link(nodes[link.a], nodes[link.b], link.rate_bps, link.delay, link.loss,
                  queue=make_queue(link.queue), reverse_queue=make_queue(link.reverse_queue),

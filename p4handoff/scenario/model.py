@@ -86,6 +86,7 @@ class BaseStationSpec:
     ipf_limit: int = 64
     forward_delay: float = 0.0
     signal_forwarding: bool = True
+    route_delay: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,7 @@ class Network:
         self._path_log: dict[str, list[tuple[float, Cell | None]]] = {}
         self._note_seq = 0
         self._routed = False
+        self._route_delay: dict[str, float] = {}    # BS name -> its route_delay (base_station)
 
     @property
     def now(self) -> float:
@@ -106,9 +107,16 @@ class Network:
         return self._add(Router(self.sim, name))
 
     def base_station(self, name: str, ipf: bool = False, ipf_limit: int = 64,
-                     forward_delay: float = 0.0, signal: bool = True) -> BaseStation:
+                     forward_delay: float = 0.0, signal: bool = True, route_delay: float = 0.0) -> BaseStation:
+        """`route_delay`: when an MH leaves this BS for another one, this BS routes the MH's home address to
+        the new BS at once, and every other node keeps its route here for `route_delay` s, then follows
+        (IPF: what reaches this BS meanwhile is forwarded priority-marked). The lab's controller completes a
+        handoff this way, its gateway waiting for its markers (docs/lab.md, "A route delay")."""
+        if route_delay < 0:
+            raise ValueError(f"base station {name}: route_delay must not be negative, got {route_delay}")
         bs = self._add(BaseStation(self.sim, name, ipf, ipf_limit, forward_delay, signal))
         bs.on_forward = self._account_forward
+        self._route_delay[name] = route_delay
         return bs
 
     def host(self, name: str, addr: str) -> Host:
@@ -199,6 +207,23 @@ class Network:
                 todo.append(prev)
         self._next_cache[target] = table
         return table
+
+    def _reroute(self, mh: MobileHost, prev: Cell | None, cell: Cell) -> None:
+        """Every node's route to the MH's new cell at once; or, if the BS it left has a `route_delay`, that BS's
+        now (onward to the new BS) and everyone else's after the delay."""
+        delay = self._route_delay.get(prev.bs.name, 0.0) if prev is not None and prev.bs is not cell.bs else 0.0
+        onward = self._next_hops(cell.bs).get(prev.bs) if prev is not None and delay > 0 else None
+        if prev is None or onward is None:          # no delay, or no way from that BS to the new one
+            self._route_to_cell(mh.addr, cell)
+            return
+        prev.bs.routes[mh.addr] = onward
+        cell.bs.routes[mh.addr] = cell.downlink
+        self.sim.after(delay, self._route_if_still_there, mh, cell)
+
+    def _route_if_still_there(self, mh: MobileHost, cell: Cell) -> None:
+        """The delayed routes of a handoff (`route_delay`), unless the MH has moved on meanwhile."""
+        if mh.active is not None and mh.active.cell is cell:
+            self._route_to_cell(mh.addr, cell)
 
     def _route_to_cell(self, addr: str, cell: Cell) -> None:
         for node, link in self._next_hops(cell.bs).items():
@@ -303,7 +328,7 @@ class Network:
         mh.active = iface
         cell.members[mh.addr] = iface
         if self._routed:
-            self._route_to_cell(mh.addr, cell)
+            self._reroute(mh, prev, cell)
         self._path_log[mh.name].append((self.sim.now, cell))
         self._log(f"handoff {mh.name}.{iface.name} {cell.name}")
         fwd = None

@@ -94,6 +94,10 @@ class BaseStationDoc(DocModel):
     signal_forwarding: Flag = Field(default=True, description=(
         "IPF: the HANDOFF notification tells the senders that the flight is forwarded (revision 2); "
         "false: a network that sends revision-1 notifications"))
+    route_delay: Time = Field(default=0.0, description=(
+        "simulator: when an MH leaves this BS, the other nodes' routes follow it this long after the handoff, "
+        "this BS forwarding meanwhile (the lab controller's ordered handoff; docs/lab.md, 'A route delay'); "
+        "the lab refuses a non-zero value, its controller has its own"))
 
 
 def _pair(value: Any) -> tuple[Any, Any]:
@@ -308,7 +312,8 @@ class TopologyDoc(DocModel):
         """The topology the backends run; RED queues without a mean packet size take `mean_pkt`."""
         return Topology(tuple(HostSpec(h.name, h.address) for h in self.correspondents),
                         tuple(r.name for r in self.routers),
-                        tuple(BaseStationSpec(b.name, b.ipf, b.ipf_limit, b.forward_delay, b.signal_forwarding) for b in self.base_stations),
+                        tuple(BaseStationSpec(b.name, b.ipf, b.ipf_limit, b.forward_delay, b.signal_forwarding,
+                                              b.route_delay) for b in self.base_stations),
                         tuple(li.spec(mean_pkt) for li in self.links), tuple(c.spec(mean_pkt) for c in self.cells),
                         tuple(m.spec() for m in self.mobile_hosts),
                         tuple(BackgroundHostSpec(b.name, b.address, b.cell) for b in self.background_hosts))
