@@ -178,12 +178,12 @@ def test_dummies_never_delay_or_displace_data_on_a_link() -> None:
 # -- mobility ------------------------------------------------------------------
 
 def handoff_net(seed: int = 0, ipf: bool = False, down_queue: Queue | None = None,
-                g3_rate: float = 384e3, g3_delay: float = 0.070) -> tuple:
+                g3_rate: float = 384e3, g3_delay: float = 0.070, route_delay: float = 0.0) -> tuple:
     """ch — gw —(10 Mb/s)— bs1 / bs2 (linked 1 ms) — cells wlan (20 Mb/s, 1 ms) and g3 (384 kb/s, 70 ms)."""
     net = Network(seed=seed)
     ch = net.host("ch", "10.0.0.1")
     gw = net.router("gw")
-    bs1 = net.base_station("bs1", ipf=ipf, ipf_limit=400)
+    bs1 = net.base_station("bs1", ipf=ipf, ipf_limit=400, route_delay=route_delay)
     bs2 = net.base_station("bs2", ipf=ipf, ipf_limit=400)
     net.link(ch, gw, 100e6, 0.001)
     net.link(gw, bs1, 10e6, 0.004, queue=Queue(100))
@@ -318,18 +318,8 @@ def test_a_route_delay_keeps_the_old_path_while_the_old_bs_forwards_priority_mar
     the delay after the handoff, that BS forwards what reaches it priority-marked; nothing is lost."""
     runs = {}
     for delay in (0.0, 0.2):
-        net = Network(seed=0)
-        ch, gw = net.host("ch", "10.0.0.1"), net.router("gw")
-        bs1 = net.base_station("bs1", ipf=True, ipf_limit=400, route_delay=delay)
-        bs2 = net.base_station("bs2", ipf=True, ipf_limit=400)
-        net.link(ch, gw, 100e6, 0.001)
-        net.link(gw, bs1, 10e6, 0.004, queue=Queue(100))
-        net.link(gw, bs2, 10e6, 0.004, queue=Queue(100))
-        net.link(bs1, bs2, 10e6, 0.001)
-        wlan = net.cell("wlan", bs1, 20e6, 0.001, queue=Queue(100))
-        g3 = net.cell("g3", bs2, 20e6, 0.001, queue=Queue(100))
-        mh = net.mobile_host("mh", "10.0.9.1", {"wlan": "10.0.1.9", "g3": "10.0.2.9"})
-        net.start_in(mh, "wlan", wlan)
+        net, ch, mh, wlan, g3 = handoff_net(ipf=True, g3_rate=20e6, g3_delay=0.001, route_delay=delay)
+        gw, bs1 = net.nodes["gw"], net.nodes["bs1"]
         net.vertical_handoff(mh, "wlan", "g3", g3, at=1.0, outage=0.3)      # the handoff at 1.3 s
         src, sink = Source("10.0.0.1", "10.0.9.1", 500, gap=0.004), Sink("10.0.9.1")
         f = net.flow("f", ch, src, mh, sink, 4000, 5000)
@@ -347,29 +337,36 @@ def test_a_route_delay_keeps_the_old_path_while_the_old_bs_forwards_priority_mar
     assert 40 <= forwarded - runs[0.0][1] <= 55
 
 
-def test_a_delayed_route_does_not_undo_a_later_handoff() -> None:
-    """Back to the first cell before the delayed routes of the move away fall due: they are not applied."""
+def visits_net(route_delay: float = 0.0) -> tuple:
+    """ch — gw —(10 Mb/s)— bs1 / bs2 (IPF, linked) — cells c1, c2 (2 Mb/s, M-RED); one radio, in c1."""
     net = Network()
     ch, gw = net.host("ch", "10.0.0.1"), net.router("gw")
-    bs1 = net.base_station("bs1", ipf=True, route_delay=0.3)
-    bs2 = net.base_station("bs2", ipf=True, route_delay=0.3)
+    bs1 = net.base_station("bs1", ipf=True, route_delay=route_delay)
+    bs2 = net.base_station("bs2", ipf=True, route_delay=route_delay)
     net.link(ch, gw, 100e6, 0.001)
-    to_bs1, _ = net.link(gw, bs1, 10e6, 0.001)
+    net.link(gw, bs1, 10e6, 0.001)
     net.link(gw, bs2, 10e6, 0.001)
     net.link(bs1, bs2, 10e6, 0.001)
     c1 = net.cell("c1", bs1, 2e6, 0.003, queue=MRED(300, 100, 200, 0.02, 0.002))
     c2 = net.cell("c2", bs2, 2e6, 0.003, queue=MRED(300, 100, 200, 0.02, 0.002))
     mh = net.mobile_host("mh", "10.0.9.1", {"radio": "10.0.1.9"})
     net.start_in(mh, "radio", c1)
+    return net, ch, mh, c1, c2
+
+
+def test_a_delayed_route_does_not_undo_a_later_handoff() -> None:
+    """Back to the first cell before the delayed routes of the move away fall due: they are not applied."""
+    net, ch, mh, c1, c2 = visits_net(route_delay=0.3)
+    gw, bs1 = net.nodes["gw"], net.nodes["bs1"]
     net.vertical_handoff(mh, "radio", "radio", c2, at=1.0, outage=0.05)    # to c2 at 1.05; routes due at 1.35
     net.vertical_handoff(mh, "radio", "radio", c1, at=1.1, outage=0.05)    # back to c1 at 1.15
     src, sink = Source("10.0.0.1", "10.0.9.1", 500, gap=0.004), Sink()
     f = net.flow("f", ch, src, mh, sink, 4000, 5000)
     net.run(1.4)
-    assert gw.routes["10.0.9.1"] is to_bs1 and bs1.routes["10.0.9.1"] is c1.downlink
+    assert gw.routes["10.0.9.1"].name == "gw->bs1" and bs1.routes["10.0.9.1"] is c1.downlink
     net.run(3.0)
     assert f.stats.data_losses == 0 and len(sink.rows) == 500
-    assert gw.routes["10.0.9.1"] is to_bs1
+    assert gw.routes["10.0.9.1"].name == "gw->bs1"
 
 
 def test_a_negative_route_delay_is_refused() -> None:
@@ -452,18 +449,8 @@ def test_bad_topology_and_timeline_are_refused_clearly() -> None:
 
 def test_single_interface_visits_with_ipf_back_and_forth() -> None:
     """IPF's visit pattern: one radio moves bs1 → bs2 → bs1; each move flushes the old BS."""
-    net = Network()
-    ch = net.host("ch", "10.0.0.1")
-    gw = net.router("gw")
-    bs1, bs2 = net.base_station("bs1", ipf=True), net.base_station("bs2", ipf=True)
-    net.link(ch, gw, 100e6, 0.001)
-    net.link(gw, bs1, 10e6, 0.001)
-    net.link(gw, bs2, 10e6, 0.001)
-    net.link(bs1, bs2, 10e6, 0.001)
-    c1 = net.cell("c1", bs1, 2e6, 0.003, queue=MRED(300, 100, 200, 0.02, 0.002))
-    c2 = net.cell("c2", bs2, 2e6, 0.003, queue=MRED(300, 100, 200, 0.02, 0.002))
-    mh = net.mobile_host("mh", "10.0.9.1", {"radio": "10.0.1.9"})
-    net.start_in(mh, "radio", c1)
+    net, ch, mh, c1, c2 = visits_net()
+    bs1, bs2 = net.nodes["bs1"], net.nodes["bs2"]
     net.vertical_handoff(mh, "radio", "radio", c2, at=1.0, outage=0.05)
     net.vertical_handoff(mh, "radio", "radio", c1, at=2.0, outage=0.05)
     src, sink = Source("10.0.0.1", "10.0.9.1", 750, gap=0.004), Sink()
