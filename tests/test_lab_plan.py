@@ -109,9 +109,11 @@ def test_a_revision_1_base_station_tells_the_labs_controller_not_to_signal() -> 
     assert all("signal_forwarding" not in s for s in plan(sf.resolve(flagged, sf.points()[0])).network["switches"])
 
 
-def test_a_route_delay_is_refused_in_the_lab() -> None:
-    """`route_delay` stands in for the controller's handoff time in the simulator; the lab has the real one."""
-    sf = load(TRACES / "combined-group-handoff-lab.yaml",
-              (("topology.base_stations.bs_old.route_delay", "150ms"),), (), ())
-    with pytest.raises(LabError, match="bs_old: route_delay is the simulator's stand-in"):
+@pytest.mark.parametrize("field, says", [("route_delay", "route_delay is the simulator's stand-in"),
+                                         ("forward_delay", "forward_delay is not emulated in the lab")])
+def test_a_simulator_only_delay_is_refused_in_the_lab(field: str, says: str) -> None:
+    """`route_delay` stands in for the controller's handoff time in the simulator (the lab has the real one);
+    `forward_delay` has no lab counterpart: a lab run must not silently run without either."""
+    sf = load(TRACES / "combined-group-handoff-lab.yaml", ((f"topology.base_stations.bs_old.{field}", "150ms"),), (), ())
+    with pytest.raises(LabError, match=f"bs_old: {says}"):
         plan(sf.resolve(sf.variants[0], sf.points()[0]))

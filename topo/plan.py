@@ -245,6 +245,9 @@ def plan(scn: Scenario) -> LabPlan:
         if b.route_delay:
             problems.append(f"base station {b.name}: route_delay is the simulator's stand-in for the controller's "
                             "handoff time; the lab's controller takes its own (set it to 0 for the lab)")
+        if b.forward_delay:
+            problems.append(f"base station {b.name}: forward_delay is not emulated in the lab (its controller "
+                            "flushes as soon as the handoff's markers allow); set it to 0 for the lab")
     for h in topo.correspondents:
         if h.name not in host_plans and not any(h.name in p for p in problems):
             problems.append(f"correspondent {h.name} has no link to the gateway")

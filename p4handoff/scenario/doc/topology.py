@@ -90,7 +90,9 @@ class BaseStationDoc(DocModel):
     name: Name
     ipf: Flag = Field(default=False, description="IPF: buffer a leaving MH's packets and flush them to the new BS")
     ipf_limit: QueueLimit = Field(default=64, description="IPF buffer per MH, packets")
-    forward_delay: Time = Field(default=0.0, description="old BS -> new BS forwarding delay")
+    forward_delay: Time = Field(default=0.0, description=(
+        "simulator: old BS -> new BS forwarding delay (the flush waits this long after the handoff); "
+        "the lab refuses a non-zero value"))
     signal_forwarding: Flag = Field(default=True, description=(
         "IPF: the HANDOFF notification tells the senders that the flight is forwarded (revision 2); "
         "false: a network that sends revision-1 notifications"))
