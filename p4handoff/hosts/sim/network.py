@@ -88,7 +88,6 @@ class Network:
         self._path_log: dict[str, list[tuple[float, Cell | None]]] = {}
         self._note_seq = 0
         self._routed = False
-        self._route_delay: dict[str, float] = {}    # BS name -> its route_delay (base_station)
 
     @property
     def now(self) -> float:
@@ -112,11 +111,8 @@ class Network:
         the new BS at once, and every other node keeps its route here for `route_delay` s, then follows
         (IPF: what reaches this BS meanwhile is forwarded priority-marked). The lab's controller completes a
         handoff this way, its gateway waiting for its markers (docs/lab.md, "A route delay")."""
-        if route_delay < 0:
-            raise ValueError(f"base station {name}: route_delay must not be negative, got {route_delay}")
-        bs = self._add(BaseStation(self.sim, name, ipf, ipf_limit, forward_delay, signal))
+        bs = self._add(BaseStation(self.sim, name, ipf, ipf_limit, forward_delay, signal, route_delay))
         bs.on_forward = self._account_forward
-        self._route_delay[name] = route_delay
         return bs
 
     def host(self, name: str, addr: str) -> Host:
@@ -211,7 +207,7 @@ class Network:
     def _reroute(self, mh: MobileHost, prev: Cell | None, cell: Cell) -> None:
         """Every node's route to the MH's new cell at once; or, if the BS it left has a `route_delay`, that BS's
         now (onward to the new BS) and everyone else's after the delay."""
-        delay = self._route_delay.get(prev.bs.name, 0.0) if prev is not None and prev.bs is not cell.bs else 0.0
+        delay = prev.bs.route_delay if prev is not None and prev.bs is not cell.bs else 0.0
         onward = self._next_hops(cell.bs).get(prev.bs) if prev is not None and delay > 0 else None
         if prev is None or onward is None:          # no delay, or no way from that BS to the new one
             self._route_to_cell(mh.addr, cell)

@@ -70,15 +70,20 @@ class BaseStation(Router):
     """
 
     def __init__(self, sim: "Simulator", name: str, ipf: bool = False, ipf_limit: int = 64,
-                 forward_delay: float = 0.0, signal: bool = True) -> None:
+                 forward_delay: float = 0.0, signal: bool = True, route_delay: float = 0.0) -> None:
         super().__init__(sim, name)
         if ipf_limit < 1:
             raise ValueError(f"base station {name}: ipf_limit must be at least 1, got {ipf_limit}")
         if forward_delay < 0:
             raise ValueError(f"base station {name}: forward_delay must not be negative, got {forward_delay}")
+        if route_delay < 0:
+            raise ValueError(f"base station {name}: route_delay must not be negative, got {route_delay}")
         self.ipf = ipf
         self.ipf_limit = ipf_limit
         self.forward_delay = forward_delay
+        # an MH that leaves: this BS routes it onward at once, the other nodes follow this long after the
+        # handoff (Network._reroute; the lab controller's ordered handoff, docs/lab.md "A route delay")
+        self.route_delay = route_delay
         self.signal = signal  # announce the forwarding in HANDOFF (False: a revision-1 network)
         self.cells: list[Cell] = []
         self._buffers: dict[str, list[Packet]] = {}
