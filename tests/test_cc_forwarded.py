@@ -138,6 +138,75 @@ def test_bwaware_with_too_few_forwarded_packets_makes_no_estimate() -> None:
     assert _copies(sent, peer) == []
 
 
+@pytest.mark.parametrize("scheme", ["immediate", "bwaware", "dsbp"])
+def test_a_recovery_begun_before_the_handoff_resends_its_next_hole_at_the_partial_ack(scheme: str) -> None:
+    """Segments 2 and 3 died in the old cell before the MH left: fast retransmit of 2 is under way when
+    the HANDOFF says the rest is forwarded. The partial ACK for 2 is not the flush's reordering but the
+    old loss's second hole: 3 is resent at once (NewReno), not left to a timeout."""
+    conn, peer, sent, records = _sender(scheme)
+    t = 0.01
+    for _ in range(3):                                 # 4, 5, 6 arrived: three duplicate ACKs for 2
+        sent += peer.ack_data(2 * MSS, t)
+        t += 0.001
+    assert conn.in_recovery and _offsets(sent, peer).count(2) == 2
+    conn.notify(_forwarded(peer, buffered=FLIGHT - 2), T0)
+    sent += peer.ack_data(3 * MSS, T0 + 0.02)           # the retransmitted 2 arrived: a partial ACK
+    assert _offsets(sent, peer).count(3) == 2           # 3 resent there and then
+    t = T0 + 0.04
+    sent += peer.ack_data((2 + FLIGHT) * MSS, t)        # it filled the last hole: everything ACKed
+    for k in range(3 + FLIGHT, 40):
+        t += 0.02
+        sent += peer.ack_data(k * MSS, t)
+    assert "rto" not in [r.event for r in records] and conn.retransmits == 2
+
+
+def _detached(peer: ScriptedPeer) -> Notification:
+    return Notification(Event.DETACH, 1, peer.addr, "")
+
+
+@pytest.mark.parametrize("scheme", ["immediate", "bwaware"])
+def test_a_handoff_after_the_forwarded_flights_acks_keeps_the_window(scheme: str) -> None:
+    """The lab's controller notifies after its flush (flush_end_us = 0): the forwarded flight's ACKs
+    came first, so the ACK clock runs through the new path and no timeout is being replaced. The
+    window stands (no cwnd = 1), nothing is resent, the timer is re-armed from the HANDOFF."""
+    conn, peer, sent, records = _sender(scheme)
+    srtt = conn.srtt
+    assert srtt is not None and srtt < 0.01
+    conn.notify(_detached(peer), T0)
+    sent += peer.ack_data(3 * MSS, T0 + srtt / 2)       # data the MH got before it left
+    t = T0 + 0.03                                      # the flush reached it through the new BS (timer not due)
+    for k in range(4, 9):
+        sent += peer.ack_data(k * MSS, t)
+        t += 0.002
+    cwnd, ssthresh = conn.cwnd, conn.ssthresh
+    assert cwnd > 2 * MSS
+    conn.notify(_forwarded(peer), t)
+    assert conn.poll(t) == []
+    assert (conn.cwnd, conn.ssthresh) == (cwnd, ssthresh)
+    assert conn.next_wakeup() == pytest.approx(t + conn.rto)
+    assert "window_kept" in [r.event for r in records]
+    for k in range(9, 40):
+        t += 0.02
+        sent += peer.ack_data(k * MSS, t)
+    assert _copies(sent, peer) == [] and conn.retransmits == 0
+
+
+@pytest.mark.parametrize("scheme", ["immediate", "bwaware"])
+def test_acks_of_what_the_mh_got_before_it_left_do_not_count_as_resumed(scheme: str) -> None:
+    """An ACK within one SRTT of the DETACH is for data delivered before the MH left: the HANDOFF
+    that follows still takes the timeout's window (the flush's ACKs are yet to come)."""
+    conn, peer, sent, records = _sender(scheme)
+    srtt = conn.srtt
+    assert srtt is not None
+    conn.notify(_detached(peer), T0)
+    sent += peer.ack_data(3 * MSS, T0 + srtt / 2)
+    flight = conn.flight_size
+    conn.notify(_forwarded(peer), T0 + 0.03)
+    assert conn.poll(T0 + 0.03) == []
+    assert conn.cwnd == MSS and conn.ssthresh == max(flight // 2, 2 * MSS)
+    assert "window_kept" not in [r.event for r in records]
+
+
 @pytest.mark.parametrize("scheme", ["immediate", "bwaware"])
 def test_without_the_signal_the_flight_is_restarted_as_before(scheme: str) -> None:
     conn, peer, _, records = _sender(scheme)

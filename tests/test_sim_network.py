@@ -328,10 +328,16 @@ def test_a_route_delay_keeps_the_old_path_while_the_old_bs_forwards_priority_mar
             net.run(t)
             routes.append(gw.routes["10.0.9.1"].name)
         net.run(2.5)
-        runs[delay] = (routes, bs1.forwarded, f.stats.data_losses, len(sink.rows))
-    routes, forwarded, losses, delivered = runs[0.2]
+        handoffs = [(t, n.forwarding) for t, n in net.notifications if n.event is Event.HANDOFF]
+        runs[delay] = (routes, bs1.forwarded, f.stats.data_losses, len(sink.rows), handoffs)
+    routes, forwarded, losses, delivered, handoffs = runs[0.2]
     assert routes == ["gw->bs1", "gw->bs1", "gw->bs1", "gw->bs2"]    # the gateway follows 0.2 s after the handoff
     assert runs[0.0][0] == ["gw->bs1", "gw->bs2", "gw->bs2", "gw->bs2"]    # without the delay, at the handoff
+    # the HANDOFF leaves once the path is active, with the routes: the flush is then over (flush_end 0)
+    [(t0, fwd0)] = runs[0.0][4]
+    [(t, fwd)] = handoffs
+    assert t0 == pytest.approx(1.3) and t == pytest.approx(1.5)
+    assert fwd0 is not None and fwd is not None and fwd.buffered == fwd0.buffered > 0 and fwd.flush_end_us == 0
     assert losses == 0 and delivered == 500
     # the outage's ~75 packets either way, then the delay's 4 ms arrivals (~50) through the old BS as well
     assert 40 <= forwarded - runs[0.0][1] <= 55
@@ -367,6 +373,8 @@ def test_a_delayed_route_does_not_undo_a_later_handoff() -> None:
     net.run(3.0)
     assert f.stats.data_losses == 0 and len(sink.rows) == 500
     assert gw.routes["10.0.9.1"].name == "gw->bs1"
+    # the HANDOFF of the move away was due with its routes (1.35): not sent; the move back's at 1.45
+    assert [(round(t, 6), n.new_cell) for t, n in net.notifications if n.event is Event.HANDOFF] == [(1.45, c1.id)]
 
 
 def test_a_negative_route_delay_is_refused() -> None:

@@ -26,7 +26,6 @@ from typing import ClassVar, TYPE_CHECKING
 
 from p4handoff.hosts.cc.base import AckInfo
 from p4handoff.hosts.cc.immediate import ImmediateExpiration
-from p4handoff.notify import Event
 
 if TYPE_CHECKING:
     from p4handoff.notify import Notification
@@ -45,9 +44,7 @@ class BandwidthAware(ImmediateExpiration):
         self._lag: tuple[float, int] | None = None  # forwarded flight: (lag, size) waiting for the RTT
         self.estimates: list[tuple[float, float, int]] = []  # (rtt, lag, ssthresh bytes) per handoff
 
-    def on_notify(self, note: "Notification", now: float) -> None:
-        if note.event is not Event.HANDOFF:
-            return
+    def on_handoff(self, note: "Notification", now: float) -> None:
         fwd = note.forwarding
         if fwd is None:
             if self.restart(now):

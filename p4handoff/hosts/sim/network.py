@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from p4handoff.hosts.sim.engine import Simulator
 from p4handoff.hosts.sim.link import Link
@@ -109,8 +109,9 @@ class Network:
                      forward_delay: float = 0.0, signal: bool = True, route_delay: float = 0.0) -> BaseStation:
         """`route_delay`: when an MH leaves this BS for another one, this BS routes the MH's home address to
         the new BS at once, and every other node keeps its route here for `route_delay` s, then follows
-        (IPF: what reaches this BS meanwhile is forwarded priority-marked). The lab's controller completes a
-        handoff this way, its gateway waiting for its markers (docs/lab.md, "A route delay")."""
+        (IPF: what reaches this BS meanwhile is forwarded priority-marked); the HANDOFF leaves with them. The
+        lab's controller completes a handoff this way, its gateway waiting for its markers (docs/lab.md,
+        "A route delay")."""
         bs = self._add(BaseStation(self.sim, name, ipf, ipf_limit, forward_delay, signal, route_delay))
         bs.on_forward = self._account_forward
         return bs
@@ -204,22 +205,24 @@ class Network:
         self._next_cache[target] = table
         return table
 
-    def _reroute(self, mh: MobileHost, prev: Cell | None, cell: Cell) -> None:
+    def _reroute(self, mh: MobileHost, prev: Cell | None, cell: Cell) -> float:
         """Every node's route to the MH's new cell at once; or, if the BS it left has a `route_delay`, that BS's
-        now (onward to the new BS) and everyone else's after the delay."""
+        now (onward to the new BS) and everyone else's after the delay. Returns the delay applied."""
         delay = prev.bs.route_delay if prev is not None and prev.bs is not cell.bs else 0.0
         onward = self._next_hops(cell.bs).get(prev.bs) if prev is not None and delay > 0 else None
         if prev is None or onward is None:          # no delay, or no way from that BS to the new one
             self._route_to_cell(mh.addr, cell)
-            return
+            return 0.0
         prev.bs.routes[mh.addr] = onward
         cell.bs.routes[mh.addr] = cell.downlink
-        self.sim.after(delay, self._route_if_still_there, mh, cell)
+        self.sim.after(delay, self._if_still_there, mh, cell, self._route_to_cell, mh.addr, cell)
+        return delay
 
-    def _route_if_still_there(self, mh: MobileHost, cell: Cell) -> None:
-        """The delayed routes of a handoff (`route_delay`), unless the MH has moved on meanwhile."""
+    @staticmethod
+    def _if_still_there(mh: MobileHost, cell: Cell, fn: Callable[..., None], *args: Any) -> None:
+        """A delayed step of a handoff (`route_delay`), unless the MH has moved on meanwhile."""
         if mh.active is not None and mh.active.cell is cell:
-            self._route_to_cell(mh.addr, cell)
+            fn(*args)
 
     def _route_to_cell(self, addr: str, cell: Cell) -> None:
         for node, link in self._next_hops(cell.bs).items():
@@ -323,8 +326,7 @@ class Network:
         prev = self._last_cell(mh)
         mh.active = iface
         cell.members[mh.addr] = iface
-        if self._routed:
-            self._reroute(mh, prev, cell)
+        delay = self._reroute(mh, prev, cell) if self._routed else 0.0
         self._path_log[mh.name].append((self.sim.now, cell))
         self._log(f"handoff {mh.name}.{iface.name} {cell.name}")
         fwd = None
@@ -332,9 +334,15 @@ class Network:
             prev.bs.mh_arrived(mh.addr, prev.bs is cell.bs)
             held = prev.bs.forwarding(mh.addr)
             if held is not None:
-                fwd = Forwarding(min(held[0], 0xFFFF), int(round(max(0.0, held[1] - self.sim.now) * 1e6)))
-        if notify:
-            self._notify(mh, Event.HANDOFF, mh.addr, prev.id if prev else 0, cell, fwd)
+                sent = self.sim.now + delay
+                fwd = Forwarding(min(held[0], 0xFFFF), int(round(max(0.0, held[1] - sent) * 1e6)))
+        if not notify:
+            return
+        args = (mh, Event.HANDOFF, mh.addr, prev.id if prev else 0, cell, fwd)
+        if delay > 0:       # the path is active once every route has followed: the lab's controller notifies then
+            self.sim.after(delay, self._if_still_there, mh, cell, self._notify, *args)
+        else:
+            self._notify(*args)
 
     def vertical_handoff(self, mh: MobileHost, from_iface: str, to_iface: str, to_cell: Cell,
                          at: float, outage: float, warn: float = 0.0) -> None:

@@ -150,6 +150,7 @@ class TcpConnection:
         self._last_data_seg: Segment | None = None
         self._pace: tuple[float, float] | None = None  # (interval, until): new data paced after a handoff
         self._forwarded_end: int | None = None  # SND.MAX when the network took over the flight (hold_flight)
+        self._recovery_predates_hold = False    # that fast recovery began before: its holes are real losses
         self._pace_next = 0.0                 # earliest time of the next paced segment
         self._pace_wait: float | None = None  # output held back by pacing until then
         self.bytes_sent = 0  # payload bytes transmitted, retransmissions included
@@ -414,15 +415,18 @@ class TcpConnection:
         """The network forwards the flight (HANDOFF with forwarding): nothing is resent. The timer,
         its backoff reset, is re-armed to expire one RTO after `until` (the flush's end), so it
         stays off the forwarded flight but still recovers what was really lost. False if nothing
-        is outstanding. Until that flight is acknowledged, a partial ACK ends fast recovery
-        (Reno's rule) instead of resending the next segment: the network delivers the flight in
-        order, so the segment after a partial ACK is on its way, not lost."""
+        is outstanding. Until that flight is acknowledged, a partial ACK ends a fast recovery
+        entered after this (Reno's rule) instead of resending the next segment: the network
+        delivers the flight in order, so the segment after a partial ACK is on its way, not lost.
+        A recovery already running here keeps NewReno's rule: its loss happened before the network
+        took the flight, and a second hole of that window was most likely lost with the first."""
         if self.state not in _CAN_SEND or self.snd_max <= self.snd_una or self._frozen:
             return False
         self._rto.reset_backoff()
         self._retries = 0
         self._rto_deadline = max(now, until) + self._rto.rto
         self._forwarded_end = self.snd_max
+        self._recovery_predates_hold = self._in_recovery
         self.trace("flight_forwarded", now, f"flight={self.snd_max - self.snd_una} until={until:.6f}")
         return True
 
@@ -684,7 +688,7 @@ class TcpConnection:
         if not forwarded:
             self._forwarded_end = None
         if in_recovery:
-            if ack >= self._recover or not self.cc.partial_acks or forwarded:
+            if ack >= self._recover or not self.cc.partial_acks or (forwarded and not self._recovery_predates_hold):
                 self._in_recovery = False
                 self.dupacks = 0
                 self.cc.on_recovery_exit(now)
@@ -726,6 +730,7 @@ class TcpConnection:
 
     def _enter_fast_retransmit(self, now: float) -> None:
         self._recover = self.snd_max
+        self._recovery_predates_hold = False
         self.cc.on_loss(now)
         self._in_recovery = True
         self._first_partial = True

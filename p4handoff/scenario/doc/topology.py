@@ -98,7 +98,8 @@ class BaseStationDoc(DocModel):
         "false: a network that sends revision-1 notifications"))
     route_delay: Time = Field(default=0.0, description=(
         "simulator: when an MH leaves this BS, the other nodes' routes follow it this long after the handoff, "
-        "this BS forwarding meanwhile (the lab controller's ordered handoff; docs/lab.md, 'A route delay'); "
+        "this BS forwarding meanwhile, and the HANDOFF notification leaves with them (the lab controller's ordered "
+        "handoff; docs/lab.md, 'A route delay'); "
         "the lab refuses a non-zero value, its controller has its own"))
 
 
