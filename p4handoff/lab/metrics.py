@@ -87,20 +87,19 @@ def ideal_bps(scn: Scenario, t0: float, t1: float) -> float:
     return measure.ideal_bps(intervals, t0, t1)
 
 
-def _link_counter(data: RunData, link: str, t: float, key: str) -> float:
+_COUNTER_NAMES = {"bytes_sent": "byte", "drops": "drop", "admitted": "admission"}
+
+
+def _link_counter(data: RunData, link: str, t: float, key: str, part: str | None = None) -> float:
+    """Counter `key` of `link` at time `t`: all its parts (drops by cause), or only `part` (admitted by class:
+    "np", "prio", "dummy"). The lab counts admissions only at a cell's queue: elsewhere, a clear error."""
     counters = data.snapshot(t).get(link)
-    if counters is None:
-        raise ValueError(f"no counters for link {link!r}")
+    if counters is None or key not in counters:
+        raise ValueError(f"no {_COUNTER_NAMES.get(key, key)} counters for link {link!r}")
     value = counters[key]
+    if part is not None:
+        return float(value.get(part, 0))
     return float(sum(value.values())) if isinstance(value, dict) else float(value)
-
-
-def _admitted(data: RunData, link: str, t: float, cls: str) -> float:
-    """Packets of class `cls` ("np", "prio", "dummy") the link's queue admitted by time `t`."""
-    counters = data.snapshot(t).get(link)
-    if counters is None or "admitted" not in counters:
-        raise ValueError(f"no admission counters for link {link!r} (the lab counts them only at a cell's queue)")
-    return float(counters["admitted"].get(cls, 0))
 
 
 def value(scn: Scenario, data: RunData, q: Quantity) -> float:
@@ -150,7 +149,7 @@ def value(scn: Scenario, data: RunData, q: Quantity) -> float:
     if q.metric == "drops":
         return _link_counter(data, link, t1, "drops") - _link_counter(data, link, t0, "drops")
     if q.metric == "priority_admitted":
-        return _admitted(data, link, t1, "prio") - _admitted(data, link, t0, "prio")
+        return _link_counter(data, link, t1, "admitted", "prio") - _link_counter(data, link, t0, "admitted", "prio")
     rows = [r for r in data.queue_rows if r[1] == link and t0 <= r[0] <= t1]
     if not rows:
         raise ValueError(f"no queue samples of {link} in {t0:g}..{t1:g} s (list it under measure.queues)")
