@@ -5,6 +5,7 @@ Skipped, with the reason, where root, BMv2 or the compiled P4 program
 """
 from __future__ import annotations
 
+import copy
 import json
 import os
 import signal
@@ -67,6 +68,32 @@ def test_smoke_handoff_in_the_lab(tmp_path: Path) -> None:
     assert "backend **lab**" in report and "plots/cwnd-base.png" in report
     run_dir = res.directory / "runs" / "base" / "bwaware" / "r0"
     assert (run_dir / "queues.csv.xz").exists() and "handoff mh.r2" in (run_dir / "timeline.txt").read_text()
+
+
+def test_a_handoff_through_the_buffer_service(tmp_path: Path) -> None:
+    """`topology.buffer_service`: a buffer port on every switch, the service beside the controller; what the
+    handoff buffers goes through the service (its counters cover the controller's releases), and the flow
+    continues on the new cell."""
+    doc = copy.deepcopy(SMOKE)
+    doc["topology"]["buffer_service"] = True
+    # packets queued at the gateway for bs1 when the MH moves (a 1.5 Mb/s wire in front of its 4 Mb/s cell), and a
+    # short outage: the handoff has something to buffer
+    doc["topology"]["links"][1] = {"between": ["gw", "bs1"], "rate": "1.5Mbps", "delay": 0,
+                                   "queue": {"limit": 50}, "reverse_queue": {"limit": 50}}
+    doc["topology"]["mobile_hosts"][0]["moves"][0]["outage"] = 0.05
+    res = run_scenario(parse(doc, "lab-smoke-service"), mininet.LabBackend(), results_root=tmp_path, run_id="svc",
+                       progress_out=None)
+    q = json.loads((res.directory / "metrics.json").read_text())["runs"][0]["quantities"]
+    assert 0.8e6 < q["throughput[main]@after"] <= 2.1e6, q
+    run_dir = res.directory / "runs" / "base" / "bwaware" / "r0"
+    desc = yaml.safe_load((run_dir / "network.yaml").read_text())
+    assert all(sum(p["role"] == "buffer" for p in sw["ports"]) == 1 for sw in desc["switches"])
+    events = [json.loads(line) for line in (run_dir / "controller.log").read_text().splitlines()]
+    assert any(e["event"] == "bufsvc_up" for e in events)
+    released = sum(e["released"] for e in events if e["event"] == "handoff_complete" and e["mh"] == "mh")
+    service = [json.loads(line) for line in (run_dir / "bufsvc.log").read_text().splitlines()]
+    stop = next(e for e in service if e["event"] == "bufsvc_stop")
+    assert released > 0 and stop["arrivals"] >= released and stop["released"] >= released, (released, stop)
 
 
 def test_a_lab_run_stopped_by_sigterm_tears_its_network_down(tmp_path: Path) -> None:

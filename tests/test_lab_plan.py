@@ -1,12 +1,13 @@
 """The lab plan: every scenario file maps onto switches, emulators and a controller description the controller accepts."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from p4handoff.controller.network import parse_network
-from p4handoff.topo.plan import LabError, plan, pps
+from p4handoff.topo.plan import BUFFER_SERVICE, LabError, plan, pps
 from p4handoff.scenario.loader import load, read_document, parse
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
@@ -17,6 +18,9 @@ def description(p) -> dict:
     net["controller"] = {**net.get("controller", {}), "socket": "/tmp/p4h-test.sock",
                          "keys": "/tmp/p4h-test.keys"}    # as topo/rig.py adds them
     net["switches"] = [dict(s, grpc=f"127.0.0.1:{50051 + k}") for k, s in enumerate(net["switches"])]
+    if "buffer_service" in net:                           # as topo/lab_service.py adds them
+        net["buffer_service"] = {**net["buffer_service"], "control": "127.0.0.1:50999",
+                                 "interfaces": {sw: f"sv1-{k}" for k, sw in enumerate(p.service_ports)}}
     return net
 
 
@@ -93,6 +97,23 @@ def test_unsupported_topologies_are_refused_with_reasons() -> None:
     sf = parse(doc)
     with pytest.raises(LabError, match="must hang off the gateway"):
         plan(sf.resolve(sf.variants[0]))
+
+
+def test_a_buffer_service_gets_one_port_on_every_switch_and_a_description_the_controller_accepts() -> None:
+    """`topology.buffer_service`: one more port on every switch, the `buffer` port of the controller's
+    description, whose `buffer_service` section the rig completes (control address, interfaces)."""
+    sf = load(TRACES / "combined-group-handoff-lab.yaml")
+    scn = sf.resolve(sf.variants[1], sf.points()[0])
+    assert not scn.topology.buffer_service
+    without = plan(scn)
+    with_service = plan(dataclasses.replace(scn, topology=dataclasses.replace(scn.topology, buffer_service=True)))
+    assert without.service_ports == {} and "buffer_service" not in without.network
+    for a, b in zip(without.switches, with_service.switches):
+        assert set(b.ports) - set(a.ports) == {with_service.service_ports[b.name]}
+    net = parse_network(description(with_service), "combined-group-handoff-lab.yaml")
+    assert net.buffer_service is not None and net.buffer_service.address == BUFFER_SERVICE[0]
+    for sw in net.switches:
+        assert [p.number for p in sw.ports if p.role == "buffer"] == [with_service.service_ports[sw.name]]
 
 
 def test_a_revision_1_base_station_tells_the_labs_controller_not_to_signal() -> None:

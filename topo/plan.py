@@ -34,6 +34,7 @@ ACCESS_GATEWAY = ("172.31.255.1", "02:00:00:00:01:fe")   # anycast gateway of ev
 HOST_GATEWAY = "172.31.255.254"                          # correspondents' default gateway (their switch answers)
 SWITCH_NET = ipaddress.IPv4Network("192.168.100.0/24")
 UNBOUNDED = 10000        # frames: an emulator queue that never limits (the switch queue does)
+BUFFER_SERVICE = (str(SWITCH_NET[250]), "02:03:00:00:00:01")   # the buffer service's address and MAC, if any
 
 
 class LabError(ValueError):
@@ -117,6 +118,7 @@ class LabPlan:
     bridges: dict[str, str]                       # cell -> bridge name (in the cell's BS switch)
     network: dict[str, Any]                       # the controller's description (without controller paths)
     notes: list[str]
+    service_ports: dict[str, int] = field(default_factory=dict)   # switch -> its buffer port (buffer_service)
 
     def device(self, host: str, iface: str, cell: str) -> tuple[str, str]:
         return self.hosts[host].devices[f"{iface}/{cell}"]
@@ -296,6 +298,11 @@ def plan(scn: Scenario) -> LabPlan:
         host_plans[bg.name] = HostPlan(bg.name, bg.address, "background",
                                        {f"radio/{bg.cell}": (dev, _mac(0x20, n_dev))})
         wires.append(_cell_wire(scn, bg.name, "radio", bg.cell, dev, (cell_ports[bg.cell][0], bridges[bg.cell]), True))
+    service_ports: dict[str, int] = {}
+    if topo.buffer_service:        # one port of every switch to the service (the rig puts its end in the root namespace)
+        for sw in order:
+            service_ports[sw] = port_of(sw)
+            switches[sw][service_ports[sw]] = ifname(sw, service_ports[sw])
     if problems:
         raise LabError(scn.name, problems)
     plans = []
@@ -303,8 +310,8 @@ def plan(scn: Scenario) -> LabPlan:
     for k, name in enumerate([gw, *bs_names]):
         plans.append(SwitchPlan(name, "gateway" if name == gw else "bs", str(SWITCH_NET[k + 1]), _mac(0x01, k + 1),
                                 dict(sorted(switches[name].items())), 0 if name == gw else k, name not in silent))
-    network = _description(scn, plans, peers, host_plans, cell_ports, aqm)
-    return LabPlan(plans, wires, queues, host_plans, cell_ports, bridges, network, notes)
+    network = _description(scn, plans, peers, host_plans, cell_ports, aqm, service_ports)
+    return LabPlan(plans, wires, queues, host_plans, cell_ports, bridges, network, notes, service_ports)
 
 
 def _cell_wire(scn: Scenario, host: str, iface: str, cell: str, dev: str, bridge: tuple[str, str],
@@ -318,8 +325,9 @@ def _cell_wire(scn: Scenario, host: str, iface: str, cell: str, dev: str, bridge
 
 def _description(scn: Scenario, switches: list[SwitchPlan], peers: dict[str, dict[str, int]],
                  hosts: dict[str, HostPlan], cell_ports: dict[str, tuple[str, int]],
-                 aqm: dict[tuple[str, int], dict[str, Any]]) -> dict[str, Any]:
-    """The controller's network description (docs/controller.md); paths and gRPC addresses are added at run time."""
+                 aqm: dict[tuple[str, int], dict[str, Any]], service_ports: dict[str, int]) -> dict[str, Any]:
+    """The controller's network description (docs/controller.md); paths, gRPC addresses and the buffer
+    service's control address and interfaces are added at run time."""
     gw = switches[0]
     out_switches = []
     for sw in switches:
@@ -328,6 +336,8 @@ def _description(scn: Scenario, switches: list[SwitchPlan], peers: dict[str, dic
             peer = next((n for n, p in peers[sw.name].items() if p == number), None)
             if peer is not None:
                 ports.append({"number": number, "role": "peer", "peer": peer})
+            elif service_ports.get(sw.name) == number:
+                ports.append({"number": number, "role": "buffer"})
             elif (sw.name, number) in aqm:
                 ports.append({"number": number, "role": "access", "aqm": aqm[(sw.name, number)]})
             else:
@@ -361,6 +371,7 @@ def _description(scn: Scenario, switches: list[SwitchPlan], peers: dict[str, dic
         if cells:
             d["cell_addresses"] = cells
         mobiles.append(d)
-    return {"buffer": {"per_mh_packets": 64, "total_packets": max(4096, 64 * len(mobiles))},
+    service = {"buffer_service": {"address": BUFFER_SERVICE[0], "mac": BUFFER_SERVICE[1]}} if service_ports else {}
+    return {**service, "buffer": {"per_mh_packets": 64, "total_packets": max(4096, 64 * len(mobiles))},
             "access_gateway": {"address": ACCESS_GATEWAY[0], "mac": ACCESS_GATEWAY[1]},
             "switches": out_switches, "fixed_hosts": fixed, "mobile_hosts": mobiles}

@@ -10,8 +10,9 @@ down, stopping every process it started by its PID:
    switches;
 2. `simple_switch_grpc` in every switch (CPU port, 2 priority queues,
    P4Runtime on a Unix socket), the controller (`p4handoff ctl run`, root
-   namespace) on the generated description, then the planned egress queue
-   rates (packets/s) and depths over Thrift;
+   namespace) on the generated description (with `topology.buffer_service`,
+   the buffer service first, `p4handoff.topo.lab_service`), then the planned
+   egress queue rates (packets/s) and depths over Thrift;
 3. hosts: addresses, the anycast gateway, routes; mobile and background
    hosts register (Mobile IP registration frames from their radio) where
    they start;
@@ -25,6 +26,7 @@ registrations, default routes, emulator links up and down.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -43,6 +45,7 @@ from p4handoff.lab_ca import lab_certs
 from p4handoff.netlink_route import replace_default_route
 from p4handoff.netns import Sandbox, Namespace, stop_process
 from p4handoff.paths import pipeline_files
+from p4handoff.topo.lab_service import KEY_NAME, LabBufferService
 from p4handoff.topo.plan import ACCESS_GATEWAY, HOST_GATEWAY, UNBOUNDED, LabPlan, Wire, plan
 from p4handoff.scenario.loader import Scenario
 
@@ -75,8 +78,9 @@ class LabRig:
         self.active_dev: dict[str, str] = {}
         self.registered: dict[str, str] = {}   # host -> the device its last registration left from (until it leaves)
         self.controller_ready = threading.Event()   # clear while a fault has the controller restarting
+        self.service = LabBufferService(self.sandbox, out, f"sv{os.getpid()}") if self.plan.service_ports else None
         self.keys_path = self.sockets / "keys.yaml"       # every host's key (0600, in the 0700 temp directory)
-        self.keys: Keys = write_keys(self.keys_path, list(self.plan.hosts))
+        self.keys: Keys = write_keys(self.keys_path, [*self.plan.hosts, *([KEY_NAME] if self.service else [])])
         # P4Runtime over TLS with mutual authentication, from a CA made for this run (p4handoff.lab_ca)
         self.controller_tls, servers = lab_certs(self.sockets / "pki", [s.name for s in self.plan.switches])
         self.tls = {name: SwitchTls(f.ca, f.cert, f.key, name, self.controller_tls.cert, self.controller_tls.key)
@@ -102,6 +106,9 @@ class LabRig:
             self.net.bridge(self.plan.cell_ports[cell][0], br)
         for k, w in enumerate(self.plan.wires):
             self._wire(k, w)
+        if self.service is not None:
+            ports = {s.name: s.ports for s in self.plan.switches}
+            self.service.wire({sw: (self.ns[sw], ports[sw][port]) for sw, port in self.plan.service_ports.items()})
         self.net.start()
         self.switches = {sw.name: self.net.bmv2(sw.name) for sw in self.plan.switches}
         self.start_controller()
@@ -145,8 +152,12 @@ class LabRig:
                               "tls": {"ca": str(self.controller_tls.ca), "cert": str(self.controller_tls.cert),
                                       "key": str(self.controller_tls.key)}}
         desc["switches"] = [dict(s, grpc=self.switches[s["name"]].grpc_addr) for s in desc["switches"]]
+        if self.service is not None:
+            desc["buffer_service"] = {**desc["buffer_service"], **self.service.description()}
         net_path = self.out / "network.yaml"
         net_path.write_text(yaml.safe_dump(desc, sort_keys=False))
+        if self.service is not None and self.service.proc is None:
+            self.service.start(net_path)        # before the controller, which connects to it
         self.controller = launch_controller(net_path, socket_path=self.socket_path,   # root namespace, as Mininet's
                                             log=self.out / "controller.log", stderr=self.out / "controller.stderr",
                                             sandbox=self.sandbox, timeout=timeout)
@@ -312,6 +323,8 @@ class LabRig:
             if self.net is not None:
                 self.net.stop()                # BMv2 by PID, links, the nodes' shells
         finally:
-            self.sandbox.close()
+            self.sandbox.close()                # the controller and the buffer service by PID, the namespaces
+            if self.service is not None:
+                self.service.close()
             shutil.rmtree(self.sockets, ignore_errors=True)
         return counters, errors

@@ -123,6 +123,7 @@ class Topology:
     cells: tuple[CellSpec, ...]
     mobile_hosts: tuple[MobileHostSpec, ...]
     background_hosts: tuple[BackgroundHostSpec, ...]
+    buffer_service: bool = False     # lab: IPF's buffer in a buffer service on switch ports, not in the controller
 
     def cell(self, name: str) -> CellSpec:
         return next(c for c in self.cells if c.name == name)

@@ -257,6 +257,10 @@ class TopologyDoc(DocModel):
     cells: tuple[CellDoc, ...] = Field(description="each base station's radio cells")
     mobile_hosts: tuple[MobileHostDoc, ...] = ()
     background_hosts: tuple[BackgroundHostDoc, ...] = ()
+    buffer_service: Flag = Field(default=False, description=(
+        "lab: the IPF base stations' buffer is a buffer service on a port of every switch (dbuf's design; "
+        "docs/controller.md, 'The buffer service on switch ports'); false: the controller holds it (packet-in / "
+        "packet-out). The simulator's base stations hold their buffer themselves either way"))
 
     @model_validator(mode="after")
     def _across_items(self) -> TopologyDoc:
@@ -319,4 +323,5 @@ class TopologyDoc(DocModel):
                                               b.route_delay) for b in self.base_stations),
                         tuple(li.spec(mean_pkt) for li in self.links), tuple(c.spec(mean_pkt) for c in self.cells),
                         tuple(m.spec() for m in self.mobile_hosts),
-                        tuple(BackgroundHostSpec(b.name, b.address, b.cell) for b in self.background_hosts))
+                        tuple(BackgroundHostSpec(b.name, b.address, b.cell) for b in self.background_hosts),
+                        self.buffer_service)
