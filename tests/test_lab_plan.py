@@ -102,15 +102,15 @@ def test_unsupported_topologies_are_refused_with_reasons() -> None:
 def test_a_buffer_service_gets_one_port_on_every_switch_and_a_description_the_controller_accepts() -> None:
     """`topology.buffer_service`: one more port on every switch, the `buffer` port of the controller's
     description, whose `buffer_service` section the rig completes (control address, interfaces)."""
-    sf = load(TRACES / "combined-group-handoff-lab.yaml")
-    scn = sf.resolve(sf.variants[1], sf.points()[0])
+    sf = load(TRACES / "combined-group-handoff.yaml")
+    scn = sf.resolve(sf.variants[3], sf.points()[3])
     assert not scn.topology.buffer_service
     without = plan(scn)
     with_service = plan(dataclasses.replace(scn, topology=dataclasses.replace(scn.topology, buffer_service=True)))
     assert without.service_ports == {} and "buffer_service" not in without.network
     for a, b in zip(without.switches, with_service.switches):
         assert set(b.ports) - set(a.ports) == {with_service.service_ports[b.name]}
-    net = parse_network(description(with_service), "combined-group-handoff-lab.yaml")
+    net = parse_network(description(with_service), "combined-group-handoff.yaml")
     assert net.buffer_service is not None and net.buffer_service.address == BUFFER_SERVICE[0]
     for sw in net.switches:
         assert [p.number for p in sw.ports if p.role == "buffer"] == [with_service.service_ports[sw.name]]
