@@ -7,21 +7,18 @@ from pathlib import Path
 import pytest
 
 from p4handoff.controller.network import parse_network
-from p4handoff.topo.plan import BUFFER_SERVICE, LabError, plan, pps
+from p4handoff.topo.plan import BUFFER_SERVICE, LabError, plan, pps, run_description
 from p4handoff.scenario.loader import load, read_document, parse
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 
 
 def description(p) -> dict:
-    net = dict(p.network)
-    net["controller"] = {**net.get("controller", {}), "socket": "/tmp/p4h-test.sock",
-                         "keys": "/tmp/p4h-test.keys"}    # as topo/rig.py adds them
-    net["switches"] = [dict(s, grpc=f"127.0.0.1:{50051 + k}") for k, s in enumerate(net["switches"])]
-    if "buffer_service" in net:                           # as topo/lab_service.py adds them
-        net["buffer_service"] = {**net["buffer_service"], "control": "127.0.0.1:50999",
-                                 "interfaces": {sw: f"sv1-{k}" for k, sw in enumerate(p.service_ports)}}
-    return net
+    """The run's description (topo/rig.py), with made-up run-time values."""
+    service = {"control": "127.0.0.1:50999", "interfaces": {sw: f"sv1-{k}" for k, sw in enumerate(p.service_ports)}}
+    return run_description(p, {s.name: f"127.0.0.1:{50051 + k}" for k, s in enumerate(p.switches)},
+                           {"socket": "/tmp/p4h-test.sock", "keys": "/tmp/p4h-test.keys"},
+                           service if p.service_ports else None)
 
 
 @pytest.mark.parametrize("path", sorted(TRACES.glob("*.yaml")), ids=lambda p: p.name)

@@ -129,6 +129,17 @@ class LabPlan:
         return self.cell_ports[key.split("/", 1)[1]][0]
 
 
+def run_description(p: LabPlan, grpc: dict[str, str], controller: dict[str, Any],
+                    service: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The controller's description for one run: the plan's, with what only the run knows (each switch's gRPC
+    address, the controller's section, the buffer service's control address and interfaces)."""
+    desc = {**p.network, "controller": controller,
+            "switches": [dict(s, grpc=grpc[s["name"]]) for s in p.network["switches"]]}
+    if service is not None:
+        desc["buffer_service"] = {**desc["buffer_service"], **service}
+    return desc
+
+
 def wire_bytes(scn: Scenario) -> int:
     return scn.tcp.packet_size + HEADER_BYTES
 

@@ -46,7 +46,7 @@ from p4handoff.netlink_route import replace_default_route
 from p4handoff.netns import Sandbox, Namespace, stop_process
 from p4handoff.paths import pipeline_files
 from p4handoff.topo.lab_service import KEY_NAME, LabBufferService
-from p4handoff.topo.plan import ACCESS_GATEWAY, HOST_GATEWAY, UNBOUNDED, LabPlan, Wire, plan
+from p4handoff.topo.plan import ACCESS_GATEWAY, HOST_GATEWAY, UNBOUNDED, LabPlan, Wire, plan, run_description
 from p4handoff.scenario.loader import Scenario
 
 if TYPE_CHECKING:
@@ -145,15 +145,13 @@ class LabRig:
     def start_controller(self, timeout: float = 60.0) -> None:
         """`p4handoff ctl run` on the plan's description; returns once it serves with every switch up."""
         from p4handoff.topo.launch import launch_controller
-        desc = dict(self.plan.network)
         p4info, p4json = pipeline_files()
-        desc["controller"] = {"election_id": 10, "socket": self.socket_path, "p4info": str(p4info),
-                              "device_config": str(p4json), "keys": str(self.keys_path),
-                              "tls": {"ca": str(self.controller_tls.ca), "cert": str(self.controller_tls.cert),
-                                      "key": str(self.controller_tls.key)}}
-        desc["switches"] = [dict(s, grpc=self.switches[s["name"]].grpc_addr) for s in desc["switches"]]
-        if self.service is not None:
-            desc["buffer_service"] = {**desc["buffer_service"], **self.service.description()}
+        controller = {"election_id": 10, "socket": self.socket_path, "p4info": str(p4info),
+                      "device_config": str(p4json), "keys": str(self.keys_path),
+                      "tls": {"ca": str(self.controller_tls.ca), "cert": str(self.controller_tls.cert),
+                              "key": str(self.controller_tls.key)}}
+        desc = run_description(self.plan, {name: sw.grpc_addr for name, sw in self.switches.items()}, controller,
+                               None if self.service is None else self.service.description())
         net_path = self.out / "network.yaml"
         net_path.write_text(yaml.safe_dump(desc, sort_keys=False))
         if self.service is not None and self.service.proc is None:
