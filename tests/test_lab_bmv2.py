@@ -114,9 +114,13 @@ def test_a_lab_run_stopped_by_sigterm_tears_its_network_down(tmp_path: Path) -> 
         run.send_signal(signal.SIGTERM)
         assert run.wait(timeout=60) == 1
     finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait()
+        if run.poll() is None:      # a failed wait above: SIGTERM first, so the run still takes its lab down
+            run.send_signal(signal.SIGTERM)
+            try:
+                run.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                run.kill()
+                run.wait()
     prefix = f"p4h-{run.pid}-"
     names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert prefix not in names                                         # every node's name removed
