@@ -6,19 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.lab_support import run_desc
 from p4handoff.controller.network import parse_network
-from p4handoff.topo.plan import BUFFER_SERVICE, LabError, plan, pps, run_description
+from p4handoff.topo.plan import BUFFER_SERVICE, LabError, plan, pps
 from p4handoff.scenario.loader import load, read_document, parse
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
-
-
-def description(p) -> dict:
-    """The run's description (topo/rig.py), with made-up run-time values."""
-    service = {"control": "127.0.0.1:50999", "interfaces": {sw: f"sv1-{k}" for k, sw in enumerate(p.service_ports)}}
-    return run_description(p, {s.name: f"127.0.0.1:{50051 + k}" for k, s in enumerate(p.switches)},
-                           {"socket": "/tmp/p4h-test.sock", "keys": "/tmp/p4h-test.keys"},
-                           service if p.service_ports else None)
 
 
 @pytest.mark.parametrize("path", sorted(TRACES.glob("*.yaml")), ids=lambda p: p.name)
@@ -26,7 +19,7 @@ def test_every_trace_file_has_a_lab_the_controller_accepts(path: Path) -> None:
     sf = load(path)
     scn = sf.resolve(sf.variants[-1], sf.points()[-1])
     p = plan(scn)
-    net = parse_network(description(p), str(path))
+    net = parse_network(run_desc(p), str(path))
     assert {s.name for s in net.switches} == {s.name for s in p.switches}
     for cell in scn.topology.cells:
         bs, port = p.cell_ports[cell.name]
@@ -68,7 +61,7 @@ def test_a_scenario_w_q_runs_in_the_lab_as_the_nearest_power_of_two_the_controll
     scn = sf.resolve(sf.variants[0])
     assert next(c for c in scn.topology.cells if c.name == "new").queue.w_q == w_q      # the simulator's
     p = plan(scn)
-    net = parse_network(description(p), "ipf-burst.yaml")                               # the controller takes it
+    net = parse_network(run_desc(p), "ipf-burst.yaml")                               # the controller takes it
     bs, port = p.cell_ports["new"]
     assert next(s for s in net.switches if s.name == bs).port(port).aqm.w_q == 2.0 ** -k
     noted = [n for n in p.notes if "w_q" in n]
@@ -107,7 +100,7 @@ def test_a_buffer_service_gets_one_port_on_every_switch_and_a_description_the_co
     assert without.service_ports == {} and "buffer_service" not in without.network
     for a, b in zip(without.switches, with_service.switches):
         assert set(b.ports) - set(a.ports) == {with_service.service_ports[b.name]}
-    net = parse_network(description(with_service), "combined-group-handoff.yaml")
+    net = parse_network(run_desc(with_service), "combined-group-handoff.yaml")
     assert net.buffer_service is not None and net.buffer_service.address == BUFFER_SERVICE[0]
     for sw in net.switches:
         assert [p.number for p in sw.ports if p.role == "buffer"] == [with_service.service_ports[sw.name]]
@@ -121,7 +114,7 @@ def test_a_revision_1_base_station_tells_the_labs_controller_not_to_signal() -> 
     p = plan(sf.resolve(silent, sf.points()[0]))
     assert {s["name"]: s.get("signal_forwarding") for s in p.network["switches"]} == \
         {"gw": None, "bs_old": False, "bs_new": None}
-    net = parse_network(description(p), "combined-group-handoff.yaml")
+    net = parse_network(run_desc(p), "combined-group-handoff.yaml")
     assert [s.signal_forwarding for s in net.switches] == [True, False, True]
     flagged = next(v for v in sf.variants if v.label == "flag-aware Bandwidth-Aware / IPF")
     assert all("signal_forwarding" not in s for s in plan(sf.resolve(flagged, sf.points()[0])).network["switches"])

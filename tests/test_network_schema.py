@@ -15,10 +15,11 @@ import jsonschema
 import pytest
 import yaml
 
+from tests.lab_support import run_desc
 from p4handoff.controller.network import Network, NetworkError, load_network, parse_network
 from p4handoff.cli.main import main
 from p4handoff.docmodel import json_schema
-from p4handoff.topo.plan import plan, run_description
+from p4handoff.topo.plan import plan
 from p4handoff.scenario.loader import load
 
 REPO = Path(__file__).resolve().parent.parent
@@ -41,10 +42,7 @@ def round_trip(net: Network) -> None:
 
 def lab_description(trace: Path) -> dict:
     sf = load(trace)
-    p = plan(sf.resolve(sf.variants[-1], sf.points()[-1]))
-    service = {"control": "127.0.0.1:50999", "interfaces": {sw: f"sv1-{k}" for k, sw in enumerate(p.service_ports)}}
-    return run_description(p, {s.name: f"unix:/tmp/p4h/{s.name}.grpc" for s in p.switches},   # run-time values
-                           {"keys": "/tmp/p4h/keys.yaml"}, service if p.service_ports else None)
+    return run_desc(plan(sf.resolve(sf.variants[-1], sf.points()[-1])))
 
 
 def test_the_schema_is_a_valid_draft_2020_12_schema():
