@@ -68,7 +68,6 @@ import functools
 import os
 import socket
 import statistics
-import struct
 import threading
 import sys
 import tempfile
@@ -86,14 +85,14 @@ from p4handoff.controller.p4runtime.client import write_request  # noqa: E402
 from p4handoff.topo.testbed import BUFSVC_IFACE, CELL_IFACE, ETH_P_ALL, PACKET_OUTGOING, Collector, Testbed, mh_ip, mh_name, \
     parse_udp_frame, received_seqs  # noqa: E402
 from p4handoff.bmv2 import bmv2_available  # noqa: E402
+from p4handoff.hosts.net.rawio import SO_TIMESTAMPNS, kernel_receive_time  # noqa: E402
 from p4handoff.netns import Namespace, unavailable_reason  # noqa: E402
 from p4handoff.wire import IP_PROTO_IPIP  # noqa: E402
 
 BUFFERED = 10
 PARTS = ("single", "single-service", "flush64", "rate", "groups", "groups-service", "buffer-path")
 STATUS_ROUNDS = 20
-SO_TIMESTAMPNS = 35       # Linux, <asm-generic/socket.h> (the socket module does not name it)
-SO_RCVBUFFORCE = 33       # the same (root: above rmem_max)
+SO_RCVBUFFORCE = 33       # Linux, <asm-generic/socket.h> (root: above rmem_max; the socket module does not name it)
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -286,10 +285,9 @@ class Arrivals:
             u = parse_udp_frame(data)
             if addr[2] == PACKET_OUTGOING or u is None or u.dst != self.dst or u.dport != 5001:
                 continue
-            for level, kind, raw in anc:
-                if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
-                    sec, nsec = struct.unpack("qq", raw[:16])
-                    self.times.append(sec + nsec * 1e-9)
+            at = kernel_receive_time(anc)
+            if at is not None:
+                self.times.append(at)
 
     def rate(self, count: int, timeout: float = 10.0) -> float:
         """Packets/s over the burst (first to last arrival), once `count` arrived or none for 0.5 s."""

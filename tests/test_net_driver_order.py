@@ -1,4 +1,5 @@
-"""The driver hands a notification to its connection only after the segments that arrived before it.
+"""What the driver hands its connection: a notification only after the segments that arrived before it,
+and each segment at the time it arrived.
 
 DSBP counts, at the HANDOFF, the dummy ACKs of the last probe RTT: a HANDOFF
 taken before ACKs already waiting in the socket would count too few (a
@@ -36,8 +37,11 @@ class Recorder:
 
     def __init__(self) -> None:
         self.calls: list[str] = []
+        self.times: list[float] = []      # each segment's `now`
+        self.polls: list[float] = []
 
     def poll(self, now: float) -> list:
+        self.polls.append(now)
         return []
 
     def next_wakeup(self) -> float | None:
@@ -45,6 +49,7 @@ class Recorder:
 
     def handle(self, seg: object, now: float) -> None:
         self.calls.append("segment")
+        self.times.append(now)
 
     def notify(self, note: Notification, now: float) -> None:
         self.calls.append("notification")
@@ -69,3 +74,34 @@ def test_segments_waiting_beside_a_notification_reach_the_connection_before_it()
         finally:
             driver.close()
     assert conn.calls == ["segment"] * WAITING + ["notification"]
+
+
+def test_segments_read_in_one_batch_reach_the_connection_at_their_own_arrival_times() -> None:
+    """ACKs that arrive 40 ms apart while the driver is not reading (a sender waiting for a core) are read in
+    one batch; the connection sees them 40 ms apart, as the kernel stamped them, not at one reading of the
+    clock (Bandwidth-Aware's packet pair then measured a lag of zero: docs/lab.md), and never before a time
+    it was already given."""
+    n, gap = 5, 0.04
+    with netns.Sandbox("tim") as sandbox:
+        path = make_path(sandbox)
+        driver = path.b.call(lambda: NetDriver(DPORT, RECEIVER))
+        try:
+            injector = Injector(path.a, path.link.dev_a, mac_of(path.b, path.link.dev_b))
+            sent: list[tuple[float, float]] = []          # (before, after) each send, on the driver's clock
+            for k in range(n):
+                before = time.monotonic()
+                injector.send(bytes(IP(src=SENDER, dst=RECEIVER) / TCP(sport=SPORT, dport=DPORT, flags="A",
+                                                                       seq=1000 + k, ack=1)))
+                sent.append((before, time.monotonic()))
+                time.sleep(gap)
+            injector.close()
+            conn = Recorder()
+            started = time.monotonic()
+            driver.run(conn, timeout=5.0, until=lambda c: len(c.times) == n)  # type: ignore[arg-type]
+        finally:
+            driver.close()
+    assert len(conn.times) == n and conn.times[-1] < started       # their arrivals, not when they were read
+    for k in range(1, n):
+        low, high = sent[k][0] - sent[k - 1][1], sent[k][1] - sent[k - 1][0]
+        assert low - 0.005 <= conn.times[k] - conn.times[k - 1] <= high + 0.005, (k, conn.times, sent)
+    assert conn.polls and conn.polls[0] >= conn.times[-1]          # the connection's clock never went back

@@ -49,9 +49,11 @@ def test_receiver_gets_exactly_the_tcp_segments_for_its_port(pair):
     for packet in (syn(40000, 7001), bytes(IP(src=A, dst=B) / UDP(sport=40000, dport=7000) / b"u"),
                    bytes(IP(src=A, dst=B, frag=100) / TCP(sport=40000, dport=7000)), wanted):
         assert tx.send(packet, B)
+    sent_at = time.time()
     got = collect(rx, 2, timeout=1.0)
     assert [r.packet for r in got] == [wanted]
     assert got[0].checksum_trusted is False  # offloads are off: the kernel vouches for nothing
+    assert got[0].arrived is not None and sent_at - 0.5 < got[0].arrived <= time.time()  # the kernel's stamp
     rx.close(), tx.close()
 
 

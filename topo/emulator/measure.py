@@ -22,22 +22,18 @@ import sys
 import time
 from typing import Any, Sequence
 
+from p4handoff.hosts.net.rawio import SO_TIMESTAMPNS, TIMESPEC_SIZE, kernel_receive_time
 from p4handoff.netns import Sandbox, Namespace, stop_process
 
 PORT = 9999
 UDP_IP_OVERHEAD = 28
 _STAMP = struct.Struct("!Id")   # sequence number, send time
-_TIMESPEC = struct.Struct("@qq")   # struct timespec: seconds, nanoseconds
-SO_TIMESTAMPNS = 35               # Linux (asm-generic/socket.h); Python's socket module does not name it
-
-
 def _received_at(ancillary: list[tuple[int, int, bytes]]) -> float:
-    """The kernel's receive time (CLOCK_REALTIME, seconds) from a datagram's SO_TIMESTAMPNS ancillary data."""
-    for level, kind, data in ancillary:
-        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
-            sec, nsec = _TIMESPEC.unpack(data[:_TIMESPEC.size])
-            return sec + nsec * 1e-9
-    raise RuntimeError("a datagram arrived without its receive timestamp (SO_TIMESTAMPNS)")
+    """The kernel's receive time (CLOCK_REALTIME, seconds) of a datagram (SO_TIMESTAMPNS)."""
+    at = kernel_receive_time(ancillary)
+    if at is None:
+        raise RuntimeError("a datagram arrived without its receive timestamp (SO_TIMESTAMPNS)")
+    return at
 
 _SENDER = r"""
 import socket, struct, sys, time
@@ -179,7 +175,7 @@ class EmulatedPath:
             self.tx.sendto(payload, ("10.9.0.2", PORT))
             try:
                 while True:
-                    data, ancillary, _, _ = self.rx.recvmsg(65536, socket.CMSG_SPACE(_TIMESPEC.size))
+                    data, ancillary, _, _ = self.rx.recvmsg(65536, socket.CMSG_SPACE(TIMESPEC_SIZE))
                     if _STAMP.unpack_from(data)[0] == seq:
                         out.append(_received_at(ancillary) - sent)
                         break

@@ -7,6 +7,12 @@ poll the connection once and transmit what it returns. Draining a whole
 burst of ACKs before polling batches the sends the ACKs release, which is
 what keeps Python's per-call cost off the critical path.
 
+Each segment reaches the connection at the time the kernel received it
+(its SO_TIMESTAMPNS stamp, moved onto the driver's clock), not at the time
+this loop read it: ACKs that queued while the process waited for a core
+keep their spacing, which a packet-pair estimate (Bandwidth-Aware) and RTT
+samples measure. Times given to the connection never go backwards.
+
 Which segments belong to the connection is decided here (the core trusts
 its driver): our port, the peer's port, and a source address that is the
 peer's — its home address, its current path, or a path a handoff
@@ -83,6 +89,7 @@ class NetDriver:
         self.guard = KernelTcpGuard(port, local_addr)
         self.port = self.guard.port
         self.local_addr = local_addr
+        self._given = float("-inf")  # the latest time given to the connection: its clock never goes back
         self.rx: PacketReceiver | None = None
         self.tx: PacketSender | None = None
         self.notify_tap: NotificationTap | None = None
@@ -139,8 +146,11 @@ class NetDriver:
         select = self._selector.select
         clock = self.clock
         while True:
+            # segments first, each at its own arrival: taken after the poll's clock reading, those that
+            # queued while the process waited for a core would all get that reading
+            self._take_segments()
             conn = self.conn
-            now = clock()
+            now = self._give(clock())
             if conn is not None:
                 if close_on_eof and conn.eof and conn.state is State.CLOSE_WAIT:
                     conn.close()
@@ -159,16 +169,14 @@ class NetDriver:
                 if self.notify_tap is not None and key.fd == self.notify_tap.fileno():
                     notes = True
                 elif self.linkwatch is not None and key.fd == self.linkwatch.fileno():
-                    self._take_link_events(clock())
-                else:
-                    self._take_segments(clock())
+                    self._take_link_events(self._give(clock()))
             if notes:
                 # the segments waiting beside a notification arrived before it: DSBP counts, at the HANDOFF,
                 # the dummy ACKs of the last probe RTT (tests/test_net_driver_order.py)
                 for _ in range(NOTE_DRAIN):
-                    if self._take_segments(clock()) < BATCH:
+                    if self._take_segments() < BATCH:
                         break
-                self._take_notifications(clock())
+                self._take_notifications(self._give(clock()))
 
     def _abort(self) -> None:
         conn = self.conn
@@ -186,13 +194,15 @@ class NetDriver:
                            f"{', ' + error if error else ''})")
 
     # ------------------------------------------------------------------
-    def _take_segments(self, now: float) -> int:
+    def _take_segments(self) -> int:
         """Up to BATCH segments from the socket to the connection; how many the socket gave."""
         assert self.rx is not None
         stats = self.stats
         conn = self.conn
         batch = self.rx.receive(BATCH)
+        now, wall = self.clock(), time.time()     # read together, after the batch: a stamp's age is wall - it
         for received in batch:
+            at = self._arrival(received.arrived, now, wall)
             try:  # a checksum the kernel vouches for may be unfilled (offload): don't recompute it
                 seg = decode(received.packet, verify_tcp_checksum=not received.checksum_trusted)
             except MalformedSegment as exc:
@@ -200,14 +210,26 @@ class NetDriver:
                 continue
             stats.segments_in += 1
             if conn is None or conn.state is State.LISTEN:
-                conn = self._accept(seg, now)
+                conn = self._accept(seg, at)
                 continue
             if (seg.dport == conn.local_port and seg.sport == conn.remote_port
                     and seg.src in self._peer_addrs):
-                conn.handle(seg, now)
+                conn.handle(seg, at)
             else:
                 self._foreign(seg)
         return len(batch)
+
+    def _arrival(self, stamp: float | None, now: float, wall: float) -> float:
+        """A segment's arrival on the driver's clock: `now` (read with `wall`, CLOCK_REALTIME) less how long
+        the kernel held it, but never before a time the connection has been given already."""
+        if stamp is not None:
+            now -= min(max(0.0, wall - stamp), 1.0)   # a stamp from a stepped wall clock moves nothing far
+        return self._give(max(now, self._given))
+
+    def _give(self, now: float) -> float:
+        """Record `now` as given to the connection (it never sees an earlier one after it)."""
+        self._given = max(self._given, now)
+        return self._given
 
     def _accept(self, seg: Segment, now: float) -> TcpConnection | None:
         """Listener: a SYN (without ACK) opens the connection; anything else is a closed port's."""

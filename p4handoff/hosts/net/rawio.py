@@ -12,6 +12,9 @@ checksum is good (verified by the NIC) or not yet filled in (a packet built
 locally with checksum offload, e.g. by a kernel TCP over a veth with
 offloads on): `Received.checksum_trusted` lets the caller skip a Python
 checksum that would be wrong or redundant.
+SO_TIMESTAMPNS has the kernel stamp each packet as it arrives
+(`Received.arrived`): a burst read in one go still carries each packet's
+own time, which is what a packet-pair estimate measures.
 
 Sending: a raw IPv4 socket with IP_HDRINCL (IPPROTO_RAW); the kernel routes,
 resolves neighbours and fragments nothing (DF is ours to set). A send the
@@ -32,6 +35,9 @@ SOL_PACKET = 263
 PACKET_AUXDATA = 8
 PACKET_IGNORE_OUTGOING = 23
 SO_ATTACH_FILTER = 26
+SO_TIMESTAMPNS = 35          # Linux (asm-generic/socket.h); Python's socket module does not name it
+_TIMESPEC = struct.Struct("@qq")   # struct timespec: seconds, nanoseconds
+TIMESPEC_SIZE = _TIMESPEC.size
 TP_STATUS_CSUMNOTREADY = 1 << 3
 TP_STATUS_CSUM_VALID = 1 << 7
 _AUXDATA = struct.Struct("IIIHHHH")
@@ -82,10 +88,21 @@ def attach_filter(sock: socket.socket, prog: list[tuple[int, int, int, int]]) ->
     sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)
 
 
+def kernel_receive_time(ancillary: list[tuple[int, int, bytes]]) -> float | None:
+    """The kernel's receive time (CLOCK_REALTIME, seconds) from a packet's SO_TIMESTAMPNS ancillary data;
+    None if it carries none."""
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+            sec, nsec = _TIMESPEC.unpack(data[:_TIMESPEC.size])
+            return sec + nsec * 1e-9
+    return None
+
+
 @dataclass(slots=True)
 class Received:
     packet: bytes           # starts at the IPv4 header
     checksum_trusted: bool  # the kernel vouches for (or filled in) the checksums
+    arrived: float | None   # when the kernel received it (CLOCK_REALTIME, s); None without a stamp
 
 
 class PacketReceiver:
@@ -100,6 +117,7 @@ class PacketReceiver:
             attach_filter(self.sock, port_filter(port, addr))
             self.sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
             self.sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+            self.sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
             if ifname:
                 self.sock.bind((ifname, ETH_P_IP))
@@ -108,7 +126,7 @@ class PacketReceiver:
         except BaseException:
             self.sock.close()
             raise
-        self._ancsize = socket.CMSG_SPACE(_AUXDATA.size)
+        self._ancsize = socket.CMSG_SPACE(_AUXDATA.size) + socket.CMSG_SPACE(_TIMESPEC.size)
 
     def _discard_unfiltered(self) -> None:
         """Drop what arrived between socket() and the filter: any IP packet at all."""
@@ -131,12 +149,15 @@ class PacketReceiver:
                 data, ancdata, _flags, _addr = recvmsg(MAX_PACKET, anc)
             except (BlockingIOError, InterruptedError):
                 break
-            trusted = False
+            trusted, arrived = False, None
             for level, kind, value in ancdata:
                 if level == SOL_PACKET and kind == PACKET_AUXDATA:
                     status = _AUXDATA.unpack_from(value)[0]
                     trusted = bool(status & (TP_STATUS_CSUMNOTREADY | TP_STATUS_CSUM_VALID))
-            out.append(Received(data, trusted))
+                elif level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                    sec, nsec = _TIMESPEC.unpack_from(value)
+                    arrived = sec + nsec * 1e-9
+            out.append(Received(data, trusted, arrived))
         return out
 
     def close(self) -> None:
