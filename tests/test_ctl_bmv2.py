@@ -218,8 +218,16 @@ def test_dsbp_probe_path(tb):
 
 @pytest.mark.timeout(600)
 def test_twenty_mobile_hosts_hand_off_concurrently(tmp_path):
+    """Twenty overlapping handoffs, ten buffered packets each: every MH's flush arrives complete, in order, once.
+
+    The new cell has room for the whole group's flush (256 > 200). With the testbed's default limit of 64 the
+    M-RED limit at bs2's access port dropped priority releases, counted as `aqm_overflow_dropped`, in 2 of 90
+    runs at three tests in parallel (7 and 101 packets) and once in CI: nothing paces the releases to that
+    port's drain, and on a starved core BMv2's egress thread falls behind its ingress (docs/controller.md).
+    That is the cell's designed overflow, not the controller's concern here."""
     n_mh, per = 20, 10
-    bed = Testbed(tmp_path, n_mobiles=n_mh)
+    cell = {"mode": "mred", "limit": 256, "min_th": 16, "max_th": 48, "max_p": 0.1, "w_q": 0.001953125}
+    bed = Testbed(tmp_path, n_mobiles=n_mh, aqm=cell)
     try:
         bed.start()
         bed.start_controller()
@@ -241,8 +249,10 @@ def test_twenty_mobile_hosts_hand_off_concurrently(tmp_path):
         cell2.wait(lambda frames: all(len(received_seqs(frames, mh_ip(i))) >= per for i in range(n_mh)), 15)
         time.sleep(0.2)  # a duplicate would come right behind
         frames = cell2.stop()
+        assert bed.hosts["cell2"].drops() == 0           # the test's own socket kept up: what is missing, the net lost
+        port = next(p for p in bed.ctl({"cmd": "status"})["ports"] if p["switch"] == "bs2" and p["port"] == 1)
         for i in range(n_mh):
-            assert [s for s, _ in received_seqs(frames, mh_ip(i))] == list(range(per)), mh_name(i)
+            assert [s for s, _ in received_seqs(frames, mh_ip(i))] == list(range(per)), (mh_name(i), port["counters"])
         done = bed.log_events("handoff_complete")
         assert len(done) == n_mh and not any(d["forced"] for d in done)
         print("handoff durations ms:", sorted(d["duration_ms"] for d in done))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -34,6 +35,7 @@ from p4handoff.controller.registration import RegistrationReply, RegistrationReq
 from p4handoff.controller.registration_auth import sign, verify_reply
 from p4handoff.keyfile import Keys, write_keys
 from p4handoff.controller.packets import PacketError, ethernet, parse_ipv4, parse_udp, split_ethernet, udp_packet
+from p4handoff.hosts.net.rawio import SOL_PACKET
 from p4handoff.bmv2 import Bmv2Switch, SwitchTls, veth_port
 from p4handoff.lab_ca import TlsFiles, lab_certs
 from p4handoff.netns import Sandbox, Namespace
@@ -44,6 +46,8 @@ CPU_PORT = load_constants()["CPU_PORT"]
 QUEUE_DEPTH = 4096   # BMv2's default of 64 would drop a burst of punts (CPU port) behind everyone's back
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
+PACKET_STATISTICS = 6
+HOST_SOCKET_BUFFER = 8 << 20    # a 200-frame flush must not overflow the test's own socket (default ~200 KB)
 CH_MAC, CH_IP = "02:00:00:00:10:01", "10.0.0.1"
 GATEWAY_MAC, GATEWAY_IP = "02:00:00:00:01:fe", "10.0.1.254"
 SWITCH_MAC = {"gw": "02:00:00:00:00:01", "bs1": "02:00:00:00:00:02", "bs2": "02:00:00:00:00:03"}
@@ -76,8 +80,17 @@ class HostPort:
     def __init__(self, ns: Namespace, iface: str) -> None:
         self.iface = iface
         self.sock = ns.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, HOST_SOCKET_BUFFER)
         self.sock.bind((iface, 0))
         self.sock.settimeout(0.05)
+        self._drops = 0
+
+    def drops(self) -> int:
+        """Frames the kernel dropped at this socket since it opened (its buffer was full): lost by the test's
+        own reader, not by the network, so a test can tell the two apart."""
+        _, dropped = struct.unpack("II", self.sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
+        self._drops += dropped        # reading the statistics resets them
+        return self._drops
 
     def send(self, frame: bytes) -> None:
         self.sock.send(frame)
