@@ -18,6 +18,7 @@ from p4handoff.docmodel import IPv4, MAC, DocModel, Name, whole
 
 PORT_BUFFER = "buffer"
 DEFAULT_WINDOW = 32      # half BMv2's default egress depth (64): docs/controller.md, 'The buffer service'
+DEFAULT_KEY_NAME = "bufsvc"
 
 
 class BufferService(DocModel):
@@ -27,7 +28,7 @@ class BufferService(DocModel):
     control: str = Field(pattern=r"^.+:[0-9]{1,5}$",
                          description="host:port where the service listens for the controller (TCP, "
                                      "authenticated with the key `key_name` of controller.keys)")
-    key_name: Name = Field(default="bufsvc", description="the key file entry both ends authenticate with")
+    key_name: Name = Field(default=DEFAULT_KEY_NAME, description="the key file entry both ends authenticate with")
     window: Annotated[int, whole(1, 1024)] = Field(
         default=DEFAULT_WINDOW, description="releases per BS not yet echoed back through that BS's ingress")
     spool: str | None = Field(default=None, description="the service's journal of packets the controller has "

@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from p4handoff.bmv2 import veth_port
+from p4handoff.controller.network_bufsvc import DEFAULT_KEY_NAME as KEY_NAME   # its entry in the run's key file
 from p4handoff.netns import Namespace, Sandbox
-
-KEY_NAME = "bufsvc"      # its entry in the run's key file (controller and service authenticate with it)
 
 
 class LabBufferService:
