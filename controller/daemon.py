@@ -346,8 +346,12 @@ class Daemon:
             if self.bufsvc is not None:
                 self.bufsvc.send()          # the step's releases, before the next step's Writes
             until = time.monotonic() + self.mobility.marker_s
+            markers = self.mobility.shared.markers
             for kept, dropped in step.coalesced.items():
                 self._followers[kept] = (until, dropped)
+                # their `marker_sent` was logged as each was made; only the kept one leaves as a packet
+                self.log("markers_coalesced", {"sent_for": markers.owner(kept),
+                                               "stand_for": [markers.owner(n) for n in dropped]})
         self._fence_releases()
         self.releases.cover_credit()
 

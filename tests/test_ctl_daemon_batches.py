@@ -75,6 +75,9 @@ def test_registrations_and_service_arrivals_queued_together_are_one_batch(tmp_pa
     assert len(flushed) == 1                                  # both registrations' Writes: one batch
     starts = [f["mh"] for e, f in logs if e == "handoff_start"]
     assert starts == ["mh1", "mh2"]
+    # both gateway markers take gw -> bs1: one leaves, for mh2, and stands for mh1's, which was logged as made
+    assert [f["mh"] for e, f in logs if e == "marker_sent"] == ["mh1", "mh2"]
+    assert [f for e, f in logs if e == "markers_coalesced"] == [{"sent_for": "mh2", "stand_for": ["mh1"]}]
     assert d.bufsvc is not None and d.bufsvc.counters["arrivals"] == 1
     assert d._held == deque([released, up])                   # handled next, in their order
     assert d.events.empty()
