@@ -11,6 +11,7 @@ real connections run through this loop in every tests/test_net_*.py transfer.
 from __future__ import annotations
 
 import socket
+import threading
 import time
 
 from p4handoff.hosts.net.driver import BATCH, NetDriver
@@ -105,3 +106,50 @@ def test_segments_read_in_one_batch_reach_the_connection_at_their_own_arrival_ti
         low, high = sent[k][0] - sent[k - 1][1], sent[k][1] - sent[k - 1][0]
         assert low - 0.005 <= conn.times[k] - conn.times[k - 1] <= high + 0.005, (k, conn.times, sent)
     assert conn.polls and conn.polls[0] >= conn.times[-1]          # the connection's clock never went back
+
+
+class SlowRecorder(Recorder):
+    """A connection whose first segment takes `busy` seconds to handle (a loaded host's Python)."""
+
+    def __init__(self, busy: float, on_first: threading.Event) -> None:
+        super().__init__()
+        self.busy, self.on_first = busy, on_first
+
+    def handle(self, seg: object, now: float) -> None:
+        super().handle(seg, now)
+        if len(self.times) == 1:
+            self.on_first.set()
+            time.sleep(self.busy)
+
+
+def test_segments_arriving_while_a_batch_is_handled_keep_their_own_times() -> None:
+    """Two ACKs arrive 10 ms apart while the driver is still handling the batch before them (30 ms). They
+    are stamped after the clock reading the connection's next poll gets, so they reach it 10 ms apart; a
+    poll at a reading taken after that batch had moved both to it (the lab's flag-aware Bandwidth-Aware
+    measured a lag of zero so)."""
+    with netns.Sandbox("tim") as sandbox:
+        path = make_path(sandbox)
+        driver = path.b.call(lambda: NetDriver(DPORT, RECEIVER))
+        injector = Injector(path.a, path.link.dev_a, mac_of(path.b, path.link.dev_b))
+        try:
+            def ack(k: int) -> bytes:
+                return bytes(IP(src=SENDER, dst=RECEIVER) / TCP(sport=SPORT, dport=DPORT, flags="A", seq=1000 + k,
+                                                                ack=1))
+            first = threading.Event()
+            conn = SlowRecorder(0.03, first)
+
+            def late_acks() -> None:
+                first.wait(5)
+                for k in (1, 2):
+                    time.sleep(0.01)
+                    injector.send(ack(k))
+            sender = threading.Thread(target=late_acks)
+            sender.start()
+            injector.send(ack(0))
+            driver.run(conn, timeout=5.0, until=lambda c: len(c.times) == 3)  # type: ignore[arg-type]
+            sender.join(5)
+        finally:
+            injector.close()
+            driver.close()
+    assert conn.times[2] - conn.times[1] >= 0.005, conn.times      # not one time for both
+    assert conn.times == sorted(conn.times) and conn.polls == sorted(conn.polls)

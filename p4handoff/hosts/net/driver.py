@@ -146,11 +146,12 @@ class NetDriver:
         select = self._selector.select
         clock = self.clock
         while True:
-            # segments first, each at its own arrival: taken after the poll's clock reading, those that
-            # queued while the process waited for a core would all get that reading
-            self._take_segments()
+            # segments first, each at its own arrival; the poll runs at the clock reading taken as their batch
+            # was read: one arriving while they are handled is stamped after it, so the connection, which never
+            # goes back in time, does not have to move it forward (two ACKs at one time: a lag of zero)
+            _, now = self._take_segments()
+            now = self._give(now)
             conn = self.conn
-            now = self._give(clock())
             if conn is not None:
                 if close_on_eof and conn.eof and conn.state is State.CLOSE_WAIT:
                     conn.close()
@@ -163,7 +164,7 @@ class NetDriver:
             if now >= deadline:
                 self._give_up(timeout)
             limit = deadline if wake is None else min(wake, deadline)
-            events = select(max(0.0, limit - now)) if limit > now else select(0)
+            events = select(max(0.0, limit - clock()))        # `now` is as old as handling the last batch
             notes = False
             for key, _ in events:
                 if self.notify_tap is not None and key.fd == self.notify_tap.fileno():
@@ -174,9 +175,10 @@ class NetDriver:
                 # the segments waiting beside a notification arrived before it: DSBP counts, at the HANDOFF,
                 # the dummy ACKs of the last probe RTT (tests/test_net_driver_order.py)
                 for _ in range(NOTE_DRAIN):
-                    if self._take_segments() < BATCH:
+                    taken, now = self._take_segments()
+                    if taken < BATCH:
                         break
-                self._take_notifications(self._give(clock()))
+                self._take_notifications(self._give(now))
 
     def _abort(self) -> None:
         conn = self.conn
@@ -194,8 +196,9 @@ class NetDriver:
                            f"{', ' + error if error else ''})")
 
     # ------------------------------------------------------------------
-    def _take_segments(self) -> int:
-        """Up to BATCH segments from the socket to the connection; how many the socket gave."""
+    def _take_segments(self) -> tuple[int, float]:
+        """Up to BATCH segments from the socket to the connection: how many the socket gave, and the clock
+        as it gave them (every one of them arrived before it)."""
         assert self.rx is not None
         stats = self.stats
         conn = self.conn
@@ -217,7 +220,7 @@ class NetDriver:
                 conn.handle(seg, at)
             else:
                 self._foreign(seg)
-        return len(batch)
+        return len(batch), now
 
     def _arrival(self, stamp: float | None, now: float, wall: float) -> float:
         """A segment's arrival on the driver's clock: `now` (read with `wall`, CLOCK_REALTIME) less how long
