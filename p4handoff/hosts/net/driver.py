@@ -227,7 +227,7 @@ class NetDriver:
         the kernel held it, but never before a time the connection has been given already."""
         if stamp is not None:
             now -= min(max(0.0, wall - stamp), 1.0)   # a stamp from a stepped wall clock moves nothing far
-        return self._give(max(now, self._given))
+        return self._give(now)
 
     def _give(self, now: float) -> float:
         """Record `now` as given to the connection (it never sees an earlier one after it)."""
