@@ -28,12 +28,15 @@ from p4handoff.netns import Sandbox, Namespace, stop_process
 PORT = 9999
 UDP_IP_OVERHEAD = 28
 _STAMP = struct.Struct("!Id")   # sequence number, send time
+
+
 def _received_at(ancillary: list[tuple[int, int, bytes]]) -> float:
     """The kernel's receive time (CLOCK_REALTIME, seconds) of a datagram (SO_TIMESTAMPNS)."""
     at = kernel_receive_time(ancillary)
     if at is None:
         raise RuntimeError("a datagram arrived without its receive timestamp (SO_TIMESTAMPNS)")
     return at
+
 
 _SENDER = r"""
 import socket, struct, sys, time
