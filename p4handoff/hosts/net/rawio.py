@@ -94,9 +94,13 @@ def kernel_receive_time(ancillary: list[tuple[int, int, bytes]]) -> float | None
     None if it carries none."""
     for level, kind, data in ancillary:
         if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
-            sec, nsec = _TIMESPEC.unpack(data[:_TIMESPEC.size])
-            return sec + nsec * 1e-9
+            return _timespec_seconds(data)
     return None
+
+
+def _timespec_seconds(data: bytes) -> float:
+    sec, nsec = _TIMESPEC.unpack_from(data)
+    return sec + nsec * 1e-9
 
 
 @dataclass(slots=True)
@@ -156,8 +160,7 @@ class PacketReceiver:
                     status = _AUXDATA.unpack_from(value)[0]
                     trusted = bool(status & (TP_STATUS_CSUMNOTREADY | TP_STATUS_CSUM_VALID))
                 elif level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:   # both in one pass: the hot path
-                    sec, nsec = _TIMESPEC.unpack_from(value)
-                    arrived = sec + nsec * 1e-9
+                    arrived = _timespec_seconds(value)
             out.append(Received(data, trusted, arrived))
         return out
 
