@@ -31,6 +31,11 @@ def _run(sub: argparse._SubParsersAction) -> None:
     add_parser(sub)
 
 
+def _agree(sub: argparse._SubParsersAction) -> None:
+    from p4handoff.cli.agree import add_parser
+    add_parser(sub)
+
+
 def _schema(sub: argparse._SubParsersAction) -> None:
     from p4handoff.cli.schema import add_parser
     add_parser(sub)
@@ -39,7 +44,7 @@ def _schema(sub: argparse._SubParsersAction) -> None:
 # Each subcommand's module is imported only when it runs (or for --help): `p4handoff host`, started for
 # every endpoint of a lab or test, does not load the scenario models and the controller (~0.5 s of CPU).
 SUBCOMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {
-    "host": _host, "ctl": _ctl, "run": _run, "schema": _schema}
+    "host": _host, "ctl": _ctl, "run": _run, "agree": _agree, "schema": _schema}
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

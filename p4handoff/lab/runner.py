@@ -212,6 +212,27 @@ def read_plan(run_dir: Path) -> dict[str, Any]:
     return plan
 
 
+def _planned_file(run_dir: Path, plan: dict[str, Any]) -> ScenarioFile:
+    """The scenario file as the results directory ran it (its document, overrides and sweep)."""
+    doc = yaml.safe_load((run_dir / "scenario.yaml").read_text())
+    axes = tuple(SweepAxis(a["path"], a["label"], tuple(a["values"])) for a in plan["sweep"])
+    return parse(doc, plan["source"], tuple((p, v) for p, v in plan["overrides"]), axes)
+
+
+def load_results(run_dir: Path) -> Results:
+    """A results directory's finished runs, read only (`p4handoff agree` compares two of them).
+
+    ValueError if it is not a results directory or none of its runs finished."""
+    plan = read_plan(run_dir)
+    res = Results(_planned_file(run_dir, plan), plan["backend"], plan.get("backend_reason", ""), plan["seed"],
+                  plan["repeats"], run_dir.name, run_dir)
+    res.records = [_load_record(r, None) for r in _plan_runs(res.scenario_file, run_dir, plan["seed"],
+                                                             plan["repeats"]) if r.finished()]
+    if not res.records:
+        raise ValueError(f"{run_dir}: no finished run to compare")
+    return res
+
+
 def resume_sweep(run_dir: Path, backend: Backend, *, allow_mixed_commits: bool = False) -> Sweep:
     """The plan of an interrupted results directory; finished runs are kept, partial ones removed.
 
@@ -220,9 +241,7 @@ def resume_sweep(run_dir: Path, backend: Backend, *, allow_mixed_commits: bool =
     """
     plan = read_plan(run_dir)
     sessions = provenance.record(run_dir, provenance.session(), allow_mixed=allow_mixed_commits)
-    doc = yaml.safe_load((run_dir / "scenario.yaml").read_text())
-    axes = tuple(SweepAxis(a["path"], a["label"], tuple(a["values"])) for a in plan["sweep"])
-    sf = parse(doc, plan["source"], tuple((p, v) for p, v in plan["overrides"]), axes)
+    sf = _planned_file(run_dir, plan)
     res = Results(sf, backend.name, plan.get("backend_reason", ""), plan["seed"], plan["repeats"], run_dir.name,
                   run_dir, provenance=sessions)
     runs = _plan_runs(sf, run_dir, plan["seed"], plan["repeats"])
