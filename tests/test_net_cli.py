@@ -138,3 +138,29 @@ def test_iw_sack_and_timestamps_flags_reach_the_connection(tmp_path):
             # the trace counts from the printed origin, on the machine's monotonic clock (the lab aligns by it)
             origin = float(parse(sent.stdout)["trace_origin"])
             assert launched < origin <= origin + float(row["time"]) < ended
+
+
+@needs_netns[0]
+@needs_netns[1]
+def test_a_sender_started_early_connects_at_its_start_instant(tmp_path):
+    """The lab starts every sender ahead of its flow with `--start-at`: the process sets up at once (imports,
+    sockets, its guard) and its first segment leaves at the instant, not after its start-up."""
+    import csv
+    with netns.Sandbox("at") as sandbox:
+        path = make_path(sandbox)
+        receiver = OurReceiver(path, "--notify-port", "0")
+        trace = tmp_path / "at.csv"
+        start_at = time.monotonic() + 2.0
+        sent = run_cli(path.a, "send", "--to", RECEIVER, "--bytes", "20k", "--notify-port", "0", "--time-wait",
+                       "0.2", "--trace", str(trace), "--start-at", repr(start_at))
+        assert sent.returncode == 0, sent.stderr
+        receiver.finish()
+        origin = float(parse(sent.stdout)["trace_origin"])
+        assert start_at <= origin < start_at + 0.5
+        first = min(float(r["time"]) for r in csv.DictReader(trace.open()))
+        assert origin + first >= start_at                       # nothing of the connection before the instant
+
+        ahead = run_cli(path.a, "send", "--to", RECEIVER, "--bytes", "1k", "--notify-port", "0",
+                        "--start-at", repr(time.monotonic() + 3600))
+        assert ahead.returncode == EXIT_ERROR and "at most 600 s ahead is accepted" in ahead.stderr
+        assert "p4h_guard" not in path.a.run(["nft", "list", "tables"]).stdout

@@ -84,6 +84,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     snd.add_argument("--mss", type=whole_number(1), metavar="BYTES",
                      help="payload per segment (default: route MTU - 40, less 12 for timestamps)")
     snd.add_argument("--port", type=port_number, default=0, metavar="P", help="local port (default: any free)")
+    snd.add_argument("--start-at", type=real_number(0), metavar="T",
+                     help="connect at this CLOCK_MONOTONIC instant (seconds), once set up: the flow begins then, "
+                          "not after the process's start-up (default: at once)")
     _common(snd)
     snd.set_defaults(func=_send)
 
@@ -104,7 +107,7 @@ def _send(args: argparse.Namespace) -> int:
     result = send(host, port, scheme=args.scheme, total=args.bytes, seconds=args.seconds, data_file=args.data,
                   trace=args.trace, mss=args.mss, local_port=args.port, notify_port=args.notify_port or None,
                   link_events=args.link_events, notify_key=_notify_key(args), timeout=args.timeout, seed=args.seed,
-                  **_settings(args))
+                  start_at=args.start_at, **_settings(args))
     print("\n".join(result.lines()), flush=True)
     return 0
 

@@ -23,6 +23,7 @@ from p4handoff.hosts.tcp.connection import TcpConnection
 IP_MTU = 14  # linux/in.h
 DEFAULT_PORT = 5001
 MAX_IP_PACKET = 65535
+MAX_START_WAIT = 600.0      # s: a start instant further ahead is a mistake (e.g. wall-clock time), not a plan
 
 
 @dataclass
@@ -81,29 +82,38 @@ def config_for(mtu: int, mss: int | None, **settings: object) -> TcpConfig:
 def send(to: str, port: int, *, scheme: str, total: int | None = None, seconds: float | None = None,
          data_file: Path | None = None, trace: Path | None = None, mss: int | None = None,
          local_port: int = 0, notify_port: int | None = None, link_events: bool = False,
-         notify_key: bytes | None = None, timeout: float = 300.0, seed: int = 0, **settings: object) -> TransferResult:
+         notify_key: bytes | None = None, timeout: float = 300.0, seed: int = 0, start_at: float | None = None,
+         **settings: object) -> TransferResult:
     """Open a connection to `to:port`, send, close, and wait for the close to complete.
 
     Exactly one of `total` (bytes of generated data), `seconds` (generated
-    data for that long) or `data_file` says what to send.
+    data for that long) or `data_file` says what to send. `start_at` (a
+    time.monotonic() instant): set everything up first, then wait for it to
+    connect, so that the connection begins then and not after the
+    process's start-up (a lab starts its senders ahead of their flows).
     """
     if sum(x is not None for x in (total, seconds, data_file)) != 1:
         raise ValueError("give exactly one of a byte count, a duration or a data file")
     if seconds is not None and seconds <= 0:
         raise ValueError(f"duration must be > 0 s, got {seconds}")
+    if start_at is not None and start_at - time.monotonic() > MAX_START_WAIT:
+        raise ValueError(f"start instant {start_at} is {start_at - time.monotonic():.0f} s away on the monotonic "
+                         f"clock (now {time.monotonic():.3f}); at most {MAX_START_WAIT:.0f} s ahead is accepted")
     src, mtu = route_to(to)
     config = config_for(mtu, mss, seed=seed, **settings)
-    t0 = time.monotonic()
-    stop: Callable[[], bool] | None = None
-    if seconds is not None:
-        end = t0 + seconds
-        stop = lambda: time.monotonic() >= end  # noqa: E731
-    source: PatternSource | FileSource = (FileSource(data_file, stop) if data_file is not None
-                                          else PatternSource(total, seed, stop))
-    writer = TraceWriter(trace, t0) if trace is not None else None
-    try:
-        with NetDriver(local_port, src, notify_port=notify_port, link_events=link_events,
-                       notify_key=notify_key) as driver:
+    with NetDriver(local_port, src, notify_port=notify_port, link_events=link_events,
+                   notify_key=notify_key) as driver:
+        if start_at is not None:
+            time.sleep(max(0.0, start_at - time.monotonic()))
+        t0 = time.monotonic()
+        stop: Callable[[], bool] | None = None
+        if seconds is not None:
+            end = t0 + seconds
+            stop = lambda: time.monotonic() >= end  # noqa: E731
+        source: PatternSource | FileSource = (FileSource(data_file, stop) if data_file is not None
+                                              else PatternSource(total, seed, stop))
+        writer = TraceWriter(trace, t0) if trace is not None else None
+        try:
             conn = TcpConnection(config, src, driver.port, cc=scheme, trace=writer,
                                  name=f"{src}:{driver.port}>{to}:{port}")
             conn.connect(to, port)
@@ -117,11 +127,11 @@ def send(to: str, port: int, *, scheme: str, total: int | None = None, seconds: 
             return TransferResult("sender", scheme, f"{src}:{driver.port}", f"{to}:{port}", conn.bytes_acked,
                                   done - start, source.hash.hexdigest(), conn.retransmits, conn.mss, t0,
                                   driver.stats)
-    finally:
-        if writer is not None:
-            writer.close()
-        if isinstance(source, FileSource):
-            source.close()
+        finally:
+            if writer is not None:
+                writer.close()
+            if isinstance(source, FileSource):
+                source.close()
 
 
 def receive(port: int = DEFAULT_PORT, *, scheme: str = "newreno", out: Path | None = None,

@@ -1,10 +1,10 @@
 """A lab run's flows: host endpoints started in the hosts' namespaces, their traces read back.
 
 Receivers (`p4handoff host recv`) start first and say when they listen;
-senders (`p4handoff host send`) start at once but wait for t0 + the flow's
-start; after the run, each sender's trace (its time shifted onto the
-scenario clock) becomes its flow's delivery curve, and its retransmissions
-are what the lab reports of its losses.
+senders (`p4handoff host send --start-at`) start at once, set up, and
+connect at t0 + the flow's start; after the run, each sender's trace
+(its time shifted onto the scenario clock) becomes its flow's delivery
+curve, and its retransmissions are what the lab reports of its losses.
 """
 from __future__ import annotations
 
@@ -18,13 +18,6 @@ from p4handoff.lab.mininet.clock import RunClock, RunPart
 from p4handoff.topo.rig import LabRig
 from p4handoff.lab.rundata import FlowData, RunData
 from p4handoff.scenario.loader import Scenario
-
-_SENDER = ("import sys, time\n"
-           "from p4handoff.cli.main import main\n"
-           "at = float(sys.argv[1])\n"
-           "time.sleep(max(0.0, at - time.monotonic()))\n"
-           "sys.exit(main(sys.argv[2:]))\n")
-
 
 class LabFlows(RunPart):
     """The scenario's flows on the running lab (`rig`): each a receiver and a sender process."""
@@ -82,13 +75,12 @@ class LabFlows(RunPart):
     def _start_sender(self, k: int, f: Any) -> None:
         dst = self.scn.topology.address_of(f.dst)
         seconds = (f.stop if f.stop is not None else self.scn.duration) - f.start
-        args = ["host", "send", "--to", f"{dst}:{5001 + k}", "--seconds", str(seconds), "--mss",
-                str(f.tcp.packet_size), "--trace", str(self.rig.out / f"trace-{f.name}.csv"), *self._tcp_args(f),
-                *self.rig.key_args(f.src)]
+        args = [sys.executable, "-m", "p4handoff", "host", "send", "--to", f"{dst}:{5001 + k}", "--seconds",
+                str(seconds), "--mss", str(f.tcp.packet_size), "--start-at", repr(self.clock.t0 + f.start),
+                "--trace", str(self.rig.out / f"trace-{f.name}.csv"), *self._tcp_args(f), *self.rig.key_args(f.src)]
         err = open(self.rig.out / f"send-{f.name}.stderr", "wb")
-        proc = subprocess.Popen(["ip", "netns", "exec", self.rig.ns[f.src].name, sys.executable, "-c", _SENDER,
-                                 repr(self.clock.t0 + f.start), *args], stdout=subprocess.PIPE, stderr=err,
-                                start_new_session=True)
+        proc = subprocess.Popen(["ip", "netns", "exec", self.rig.ns[f.src].name, *args], stdout=subprocess.PIPE,
+                                stderr=err, start_new_session=True)
         err.close()
         self.rig.sandbox.processes.append(proc)
         self.senders[f.name] = proc
@@ -104,8 +96,8 @@ class LabFlows(RunPart):
                 out = (exc.output or b"") + (proc.stdout.read() if proc.stdout else b"")
                 self.data.notes.append(f"flow {name}: the sender had not finished 30 s after the run; stopped")
             text = out.decode(errors="replace") if isinstance(out, bytes) else (out or "")
-            # the sender's own clock origin: its trace counts from there, which is later than the instant it was
-            # woken at by its start-up (imports, argument parsing: 0.9 s on 2 loaded cores)
+            # the sender's own clock origin: its trace counts from there, the instant it connected (its --start-at,
+            # or later if its start-up outlasted the lead)
             start = next((float(line.split()[1]) for line in text.splitlines() if line.startswith("trace_origin:")),
                          None)
             fd = self.data.flows[name]
