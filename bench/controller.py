@@ -24,7 +24,9 @@ Three simple_switch_grpc (gateway + 2 BSs, topo/testbed.py) and the real
       ping-ponging bs1 <-> bs2; `_service_p50` / `_service_p99`: the same through the buffer service
       (`--service-window N`: its release window; `--packet-out-window N`: the controller's, in the rate and
       group runs); group_k64_lost / _service_lost: buffered packets of all
-      the groups that did not reach their MH
+      the groups that did not reach their MH, and how many of them the new
+      cell's M-RED limit counted (aqm_overflow_dropped, priority class; the
+      rest were lost silently in a BMv2 egress queue)
   punt_pps / release_pps / pipeline_pps  the buffer path against the pipeline,
       on the same switches in one run: BURST packets sent back to back to a
       detached MH (punt_pps: their arrival rate at the buffer service, from the
@@ -315,15 +317,22 @@ def all_buffered(status: dict, n: int) -> bool:
     return all(m["buffer"] >= n for m in status["mobile_hosts"])
 
 
-def group_handoffs(workdir: Path, k: int, groups: int, service: bool = False,
-                   window: int | None = None, packet_out_window: int | None = None) -> tuple[list[float], int]:
+def cell_overflow(tb: Testbed, cell: str) -> int:
+    """Priority packets the cell's M-RED limit has dropped so far (its access port, 1): losses the switch counts."""
+    port = next(p for p in tb.ctl({"cmd": "status"})["ports"] if p["switch"] == cell and p["port"] == 1)
+    return int(port["counters"]["aqm_overflow_dropped"]["prio"])
+
+
+def group_handoffs(workdir: Path, k: int, groups: int, service: bool = False, window: int | None = None,
+                   packet_out_window: int | None = None) -> tuple[list[float], int, int]:
     """ms from the first of k registrations sent together to the last of their handoffs active, per group
-    (`service`: the buffer path is the buffer service, `window` its release window), and how many of the
+    (`service`: the buffer path is the buffer service, `window` its release window); how many of the
     buffered packets did not reach their MH in all the groups (a faster flush must not buy its speed with
-    losses)."""
+    losses), and how many of those the new cell's M-RED limit counted (the rest were lost silently: in a
+    BMv2 egress queue, docs/controller.md, "Where a group's flush was lost")."""
     tb = Testbed(workdir, n_mobiles=k, hold_time_ms=50, buffer_service=service, service_window=window,
                  packet_out_window=packet_out_window)
-    lost = 0
+    lost = counted = 0
     try:
         tb.start()
         tb.start_controller(timeout=120)
@@ -341,6 +350,7 @@ def group_handoffs(workdir: Path, k: int, groups: int, service: bool = False,
             port = tb.hosts[CELL_IFACE[cells[g % 2]]]
             port.sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 1 << 24)   # a group's burst, not dropped here
             cell = Collector(port)
+            overflow = cell_overflow(tb, cells[g % 2])
             t0 = time.time()
             for i in range(k):
                 tb.register(i, cells[g % 2], g + 2, wait_reply=0)
@@ -353,9 +363,10 @@ def group_handoffs(workdir: Path, k: int, groups: int, service: bool = False,
             frames = cell.stop()
             lost += sum(len(set(range(g * BUFFERED, (g + 1) * BUFFERED))
                             - {s for s, _ in received_seqs(frames, mh_ip(i))}) for i in range(k))
+            counted += cell_overflow(tb, cells[g % 2]) - overflow
             for port in tb.hosts.values():
                 port.drain()
-        return spans, lost
+        return spans, lost, counted
     finally:
         tb.close()
 
@@ -529,9 +540,9 @@ def figures(tmp_path: Path, args: argparse.Namespace, parts: set[str]) -> None:
         print(f"registered_mhs: {args.mobiles}")
         print(f"handoffs_per_s: {rate:.1f}")
     for service in ("groups" in parts and (False,) or ()) + ("groups-service" in parts and (True,) or ()):
-        groups, lost = group_handoffs(tmp_path / f"d{int(service)}", args.group, args.groups, service=service,
-                                      window=args.service_window if service else None,
-                                      packet_out_window=args.packet_out_window)
+        groups, lost, counted = group_handoffs(tmp_path / f"d{int(service)}", args.group, args.groups,
+                                               service=service, window=args.service_window if service else None,
+                                               packet_out_window=args.packet_out_window)
         tag = "_service" if service else ""
         if not service:
             print(f"groups_measured: {len(groups)} of {args.group} MHs, {BUFFERED} packets buffered each")
@@ -539,7 +550,8 @@ def figures(tmp_path: Path, args: argparse.Namespace, parts: set[str]) -> None:
             print(f"service_window: {args.service_window or 'default'}")
         print(f"group_handoff_ms_k{args.group}{tag}_p50: {percentile(groups, 50):.2f}")
         print(f"group_handoff_ms_k{args.group}{tag}_p99: {percentile(groups, 99):.2f}")
-        print(f"group_k{args.group}{tag}_lost: {lost} of {len(groups) * args.group * BUFFERED}")
+        print(f"group_k{args.group}{tag}_lost: {lost} of {len(groups) * args.group * BUFFERED} "
+              f"({counted} counted at the new cell's M-RED limit)")
 
 
 if __name__ == "__main__":

@@ -108,6 +108,11 @@ def test_smoke(script: str, tmp_path: Path) -> None:
     assert [f for f in figures if f not in printed] == [], done.stdout
     if script == "spool.py":
         assert len(re.findall(r"us per packet", done.stdout)) == 3, done.stdout
+    if script == "controller.py":      # a group's losses, and how many of them the new cell counted
+        for tag in ("", "_service"):
+            lost = re.search(rf"^group_k8{tag}_lost: (\d+) of 160 \((\d+) counted at the new cell's M-RED limit\)$",
+                             done.stdout, re.M)
+            assert lost and int(lost[2]) <= int(lost[1]), done.stdout
 
 
 def test_controller_inmemory_smoke(tmp_path: Path) -> None:

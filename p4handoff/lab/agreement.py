@@ -165,7 +165,7 @@ def render(reference: Results, others: list[Results], alpha: float = ALPHA) -> s
                   "| same verdict | p | |", "|---|---|---|---|---|---|---|"]
         for c in claims:
             k, n = c.pooled
-            word = "**differs**" if c.p_value < alpha else "consistent"
+            word = "not measured" if n == 0 else "**differs**" if c.p_value < alpha else "consistent"
             lines.append(f"| {c.claim}{where(c.point)} | {_word(c.reference)}, {c.reference.held_repeats} of "
                          f"{c.reference.measured_repeats} | {', '.join(_word(o) for o in c.others)} | {k} of {n} "
                          f"| {c.same_verdicts} of {len(c.others)} | {c.p_value:.3f} | {word} |")
