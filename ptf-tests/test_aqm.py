@@ -141,6 +141,28 @@ class IdleCorrection(BsTest):
         self.assertLess(ratio, 1.0)
 
 
+class QueueEmptiedAfterTheArrivalIsNoIdleTime(BsTest):
+    """On a busy switch a packet waits in BMv2's input buffer after it arrived (its ingress timestamp) while
+    the egress thread empties the queue (empty_since, later than that timestamp): the average keeps its
+    value. Unguarded, the difference wrapped to ~2^48 us, the longest idle time, and the average was reset
+    to 0 (in the Mininet lab after every idle moment of a loaded cell; docs/aqm.md)."""
+
+    RED = IdleCorrection.RED
+
+    def runTest(self):
+        self.configure_aqm(PortAqm(ACCESS, AQM_MODE_RED, limit=60, dummy_threshold=60, red=self.RED))
+        start_avg = fixed_avg(20)
+        self.thrift.register_write("avg_occupancy", ACCESS, start_avg)
+        later = 1 << 46                       # us: after any ingress timestamp of this switch's lifetime
+        for cls in (NP, PRIO):
+            self.thrift.register_write("empty_since", ACCESS * C["AQM_CLASS_STRIDE"] + cls, later)
+        frame = udp_to(MH_ADDR)
+        testutils.send_packet(self, 1, frame)
+        testutils.verify_packet(self, delivered(frame, MH_MAC), ACCESS)
+        self.wait_drained(ACCESS)
+        self.assertEqual(self.avg(ACCESS), start_avg)
+
+
 class QueueLimitKeepsBmv2FromDropping(BsTest):
     """With the switch's own limit (qlimit 10) below BMv2's depth (64), every packet the pipeline admits
     leaves the switch: delivered == enqueued, the rest counted as overflow."""

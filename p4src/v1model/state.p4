@@ -69,7 +69,12 @@ control V1AqmIngress(inout headers_t hdr, inout local_meta_t meta, inout standar
         bit<48> es_prio;
         empty_since.read(es_np, base + (bit<32>)AQM_CLASS_NP);
         empty_since.read(es_prio, base + (bit<32>)AQM_CLASS_PRIO);
-        bit<48> idle = meta.now_us - ((meta.aqm_mode == AQM_MODE_MRED || es_np > es_prio) ? es_np : es_prio);
+        bit<48> es = (meta.aqm_mode == AQM_MODE_MRED || es_np > es_prio) ? es_np : es_prio;
+        /* now_us is when the packet reached the switch; on a busy switch it waits in the input buffer,
+         * and the queue may empty (es, written by egress) after it arrived but before ingress takes it:
+         * no idle time to decay for. Unguarded, now_us - es wrapped to ~2^48 us and the average was
+         * reset to 0 (docs/aqm.md, "Idle time on a busy switch"). */
+        bit<48> idle = meta.now_us > es ? meta.now_us - es : 48w0;
         meta.idle_us = idle > 48w0xFFFFFFFF ? 32w0xFFFFFFFF : idle[31:0];
         random(meta.rnd, 32w0, PROB_ONE - 1);
     }
