@@ -15,18 +15,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from p4handoff.argtypes import probability
 from p4handoff.lab.agreement import ALPHA, render
 from p4handoff.lab.runner import load_results
-
-
-def _fraction(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < v < 1:
-        raise argparse.ArgumentTypeError(f"a significance level is between 0 and 1, not {text}")
-    return v
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -35,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("reference", type=Path, help="results directory to compare against (e.g. the simulator's)")
     p.add_argument("others", type=Path, nargs="+", metavar="other", help="results directory (several are pooled)")
-    p.add_argument("--alpha", type=_fraction, default=ALPHA,
+    p.add_argument("--alpha", type=probability, default=ALPHA,
                    help=f"significance level below which a difference is called one (default {ALPHA})")
     p.set_defaults(func=_agree)
 
