@@ -113,11 +113,6 @@ class QuantityAgreement:
         return mann_whitney(list(self.reference), list(self.others))
 
 
-def _values(res: Results, point: tuple, variant: str, key: str) -> tuple[float, ...]:
-    return tuple(r.quantities[key] for r in res.records if r.point == point and r.variant == variant
-                 and key in r.quantities and not math.isnan(r.quantities[key]))
-
-
 def compare(reference: Results, others: list[Results]) -> tuple[list[ClaimAgreement], list[QuantityAgreement]]:
     """Every claim and table quantity the reference and all the others share, at every shared sweep point.
 
@@ -138,8 +133,8 @@ def compare(reference: Results, others: list[Results]) -> tuple[list[ClaimAgreem
     for q in ref_sf.plan[0].scenario.measure.table:
         for variant in ref_sf.labels:
             for p in points:
-                ref = _values(reference, p, variant, q.key)
-                oth = tuple(v for o in others for v in _values(o, p, variant, q.key))
+                ref = tuple(reference.values(p, variant, q.key))
+                oth = tuple(v for o in others for v in o.values(p, variant, q.key))
                 if ref and oth:
                     quantities.append(QuantityAgreement(q, variant, p, ref, oth))
     if not claims and not quantities:

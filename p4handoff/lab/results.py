@@ -69,10 +69,11 @@ class Results:
             out.append({"point": [[p, v] for p, v in point], "variant": variant, "quantities": stats})
         return out
 
-    def _values(self, point: tuple, variant: str, key: str) -> list[float]:
-        """The repeats' values of one quantity, without the n/a (NaN) ones: statistics.stdev raises on NaN."""
-        return [r.quantities[key] for r in self.records
-                if r.point == point and r.variant == variant and not math.isnan(r.quantities[key])]
+    def values(self, point: tuple, variant: str, key: str) -> list[float]:
+        """The repeats' values of one quantity, without the n/a ones (NaN, or a run that does not measure it):
+        statistics.stdev raises on NaN."""
+        return [v for r in self.records if r.point == point and r.variant == variant
+                and not math.isnan(v := r.quantities.get(key, math.nan))]
 
     def in_repeat(self, point: tuple, variant: str, key: str, repeat: int) -> float:
         """One repeat's value of a quantity (NaN if that repeat did not run or could not measure it)."""
@@ -84,11 +85,11 @@ class Results:
         return self.seed + repeat
 
     def mean(self, point: tuple, variant: str, key: str) -> float:
-        vals = self._values(point, variant, key)
+        vals = self.values(point, variant, key)
         return statistics.fmean(vals) if vals else math.nan
 
     def spread(self, point: tuple, variant: str, key: str) -> float:
-        vals = self._values(point, variant, key)
+        vals = self.values(point, variant, key)
         return statistics.stdev(vals) if len(vals) > 1 else 0.0
 
 
