@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import lzma
 import os
 import signal
 import subprocess
@@ -40,7 +41,7 @@ SMOKE = {
                           "start": {"iface": "r1", "cell": "c1"},
                           "moves": [{"switch": {"to": "r2", "cell": "c2"}, "at": 6, "outage": 0.3}]}],
     },
-    "flows": [{"name": "main", "from": "ch", "to": "mh", "scheme": "compared"}],
+    "flows": [{"name": "main", "from": "ch", "to": "mh", "scheme": "compared", "start_jitter": "1s"}],
     "schemes": ["bwaware"],
     "measure": {"windows": [{"name": "before", "from": 2, "to": 6}, {"name": "after", "from": 8, "to": 13}],
                 "table": [{"metric": "throughput", "flow": "main", "window": "before"},
@@ -68,6 +69,11 @@ def test_smoke_handoff_in_the_lab(tmp_path: Path) -> None:
     assert "backend **lab**" in report and "plots/cwnd-base.png" in report
     run_dir = res.directory / "runs" / "base" / "bwaware" / "r0"
     assert (run_dir / "queues.csv.xz").exists() and "handoff mh.r2" in (run_dir / "timeline.txt").read_text()
+    # the sender connects at the start drawn for this seed (start_jitter), as the simulator's would
+    first = lzma.decompress((run_dir / "trace-main.aligned.csv.xz").read_bytes()).decode().splitlines()[1].split(",")
+    start = sf.resolve(sf.variants[0], sf.points()[0]).flow("main").start_at(res.seed)
+    assert first[2] == "established" and start > 0.01
+    assert start - 0.02 < float(first[0]) - float(first[7]) < start + 0.1, (first, start)   # less the SYN's RTT
 
 
 def test_a_handoff_through_the_buffer_service(tmp_path: Path) -> None:

@@ -189,3 +189,23 @@ def test_ordering_sentence_says_which_neighbours_the_repeats_cannot_tell_apart()
     assert "NOT reproduced (one real-time run: its run-to-run spread is unknown" in text
     res.backend = "sim"
     assert "NOT reproduced. Largest gap" in _gap_sentence(res, (), tq, pub)
+
+
+def test_a_flows_start_jitter_is_where_the_simulator_starts_it(tmp_path: Path) -> None:
+    """Each repeat's flow connects at its own drawn start (FlowSpec.start_at of that repeat's seed)."""
+    overrides = (("duration", 2), ("measure.windows.0.to", 2), ("measure.plot_range", [0, 2]),
+                 ("flows.f1.start_jitter", "500ms"))
+    sweep = (SweepAxis("topology.cells.bottleneck.loss", "loss", (0.0,)),)
+    res = run(tmp_path, path=ROOT / "traces" / "ucc-loss.yaml", schemes=("newreno",), plots=False,
+              overrides=overrides, sweep=sweep, seed=3, repeats=2)
+    sf = res.scenario_file
+    flow = sf.resolve(sf.variants[0], sf.points()[0]).flow("f1")
+    established = {}
+    for r in (0, 1):
+        trace = next(res.directory.glob(f"runs/*/*/r{r}/trace-f1.csv.xz"))
+        first = lzma.decompress(trace.read_bytes()).decode().splitlines()[1].split(",")
+        assert first[2] == "established"
+        established[r] = float(first[0])
+        rtt = float(first[7])                               # the handshake's sample
+        assert established[r] == pytest.approx(flow.start_at(3 + r) + rtt, abs=0.005)
+    assert flow.start_at(3) != flow.start_at(4)

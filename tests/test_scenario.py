@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -332,3 +333,29 @@ def test_a_variant_may_give_its_compared_flows_their_own_tcp_settings() -> None:
         load(TRACES / "dsbp-loaded-cell.yaml", (("schemes", None), ("sweep", []), ("published", None),
                                                 ("variants", [{"label": "x", "scheme": "dsbp", "tcp": {"windw": 20}}])))
     assert "variants[0].tcp.windw: unknown field" in str(exc.value)
+
+
+def test_a_flows_start_jitter_draws_its_start_per_seed_and_flow() -> None:
+    """start + a draw in [0, start_jitter) that the seed and the flow's name decide: repeats differ, reruns do not."""
+    doc = vh_doc()
+    doc["flows"][0]["start"] = 1
+    doc["flows"][0]["start_jitter"] = "100ms"
+    sf = parse(doc, "test.yaml")
+    flow = sf.resolve(sf.variants[0], sf.points()[0]).flows[0]
+    starts = [flow.start_at(seed) for seed in range(40)]
+    assert all(1.0 <= s < 1.1 for s in starts) and max(starts) - min(starts) > 0.05
+    assert len(set(starts)) == 40 and starts == [flow.start_at(seed) for seed in range(40)]
+    assert [dataclasses.replace(flow, name="other").start_at(s) for s in range(40)] != starts
+    assert dataclasses.replace(flow, start_jitter=0.0).start_at(7) == 1.0
+
+
+def test_a_start_jitter_past_the_end_or_the_stop_or_below_zero_is_refused() -> None:
+    doc = vh_doc()
+    doc["flows"][0].update(start=doc["duration"] - 1, start_jitter=2)
+    assert "start_jitter" in errors_of(doc)["flows[main].start"]
+    doc = vh_doc()
+    doc["flows"][0].update(start=1, start_jitter=1, stop=1.5)
+    assert any("start_jitter" in m for p, m in errors_of(doc).items() if p.endswith(".stop"))
+    doc = vh_doc()
+    doc["flows"][0]["start_jitter"] = -0.1
+    assert any(p.endswith(".start_jitter") for p in errors_of(doc))

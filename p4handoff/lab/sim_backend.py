@@ -96,7 +96,7 @@ def build(scn: Scenario, seed: int, trace_dir: Path | None) -> tuple[Network, di
             writers.append(writer)
         flows[f.name] = tf = tcp_flow(net, f.name, hosts[f.src], hosts[f.dst], f.scheme,
                                       config=tcp_config(scn, f.name, seed), sport=40001 + k, dport=5001 + k,
-                                      start=f.start, trace=writer)
+                                      start=f.start_at(seed), trace=writer)
         if f.stop is not None and f.stop < scn.duration:
             net.sim.at(f.stop, _stop_sending, tf)
     return net, flows, writers

@@ -1,6 +1,7 @@
 """The validated scenario: frozen dataclasses the backends, metrics and report read (built by p4handoff.scenario.loader)."""
 from __future__ import annotations
 
+import random
 import re
 from collections import deque
 from dataclasses import dataclass
@@ -194,6 +195,16 @@ class FlowSpec:
     start: float
     stop: float | None
     tcp: TcpSpec
+    start_jitter: float = 0.0
+
+    def start_at(self, seed: int) -> float:
+        """When the flow starts in the run with `seed`: `start` plus a draw in [0, start_jitter) from
+        the seed and the flow's name, the same in both backends. Why: a window-limited flow sends
+        its window as one train per RTT, and without a draw every seed of the simulator puts a
+        handoff at the same point of that train, where each lab run falls anywhere in it."""
+        if not self.start_jitter:
+            return self.start
+        return self.start + random.Random(f"{seed}/{self.name}/start").uniform(0.0, self.start_jitter)
 
 
 @dataclass(frozen=True)

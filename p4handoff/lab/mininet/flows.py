@@ -74,9 +74,10 @@ class LabFlows(RunPart):
 
     def _start_sender(self, k: int, f: Any) -> None:
         dst = self.scn.topology.address_of(f.dst)
-        seconds = (f.stop if f.stop is not None else self.scn.duration) - f.start
+        start = f.start_at(self.rig.seed)
+        seconds = (f.stop if f.stop is not None else self.scn.duration) - start
         args = [sys.executable, "-m", "p4handoff", "host", "send", "--to", f"{dst}:{5001 + k}", "--seconds",
-                str(seconds), "--mss", str(f.tcp.packet_size), "--start-at", repr(self.clock.t0 + f.start),
+                str(seconds), "--mss", str(f.tcp.packet_size), "--start-at", repr(self.clock.t0 + start),
                 "--trace", str(self.rig.out / f"trace-{f.name}.csv"), *self._tcp_args(f), *self.rig.key_args(f.src)]
         err = open(self.rig.out / f"send-{f.name}.stderr", "wb")
         proc = subprocess.Popen(["ip", "netns", "exec", self.rig.ns[f.src].name, *args], stdout=subprocess.PIPE,

@@ -128,10 +128,13 @@ def _flows(f: dict[str, Any], tcp: TcpSpec | None, duration: float | None, varia
             continue
         if fl.start >= duration:
             errors.add(f"{p}.start", f"starts at {fl.start:g} s, after the run ends ({duration:g} s)")
+        elif fl.start + fl.start_jitter >= duration:
+            errors.add(f"{p}.start", f"may start at up to {fl.start + fl.start_jitter:g} s (start + start_jitter), "
+                                     f"after the run ends ({duration:g} s)")
         spec = fl.tcp(tcp)
         if fl.scheme == COMPARED:
             spec = with_changes(spec, dict(variant.tcp))
-        out.append(FlowSpec(fl.name, fl.src, fl.dst, scheme, fl.start, fl.stop, spec))
+        out.append(FlowSpec(fl.name, fl.src, fl.dst, scheme, fl.start, fl.stop, spec, fl.start_jitter))
     return out
 
 

@@ -80,6 +80,9 @@ class FlowDoc(TcpChanges):
     dst: Name = Field(alias="to", description="the receiving host")
     scheme: FlowScheme = Field(description="a congestion-control scheme, or 'compared': the variant's scheme")
     start: Time = 0.0
+    start_jitter: Time = Field(default=0.0, description=(
+        "each run starts the flow at start + a draw in [0, start_jitter) from its seed and the flow's name "
+        "(both backends the same): repeats then differ in the flow's phase, e.g. one RTT for a window-limited flow"))
     stop: PositiveTime | None = Field(default=None, description="default: runs to the end")
 
     @field_validator("src", "dst")
@@ -94,8 +97,10 @@ class FlowDoc(TcpChanges):
     @classmethod
     def _after_start(cls, stop: float | None, info: ValidationInfo) -> float | None:
         start = info.data.get("start")
+        if start is not None:
+            start += info.data.get("start_jitter") or 0.0
         if stop is not None and start is not None and stop <= start:
-            raise ValueError(f"must be after start ({start:g} s), got {stop:g}")
+            raise ValueError(f"must be after start + start_jitter ({start:g} s), got {stop:g}")
         return stop
 
     def tcp(self, base: TcpSpec) -> TcpSpec:
