@@ -209,3 +209,21 @@ def test_a_flows_start_jitter_is_where_the_simulator_starts_it(tmp_path: Path) -
         rtt = float(first[7])                               # the handshake's sample
         assert established[r] == pytest.approx(flow.start_at(3 + r) + rtt, abs=0.005)
     assert flow.start_at(3) != flow.start_at(4)
+
+
+def test_a_total_throughput_sums_the_flows_its_patterns_match(tmp_path: Path) -> None:
+    """`flows: [...]` on total_throughput: names or patterns, summed; without it, measure.flows."""
+    table = [{"metric": "total_throughput"}, {"metric": "total_throughput", "flows": ["f*"]},
+             {"metric": "total_throughput", "flows": ["f2"]},
+             {"metric": "throughput", "flow": "f1"}, {"metric": "throughput", "flow": "f2"}]
+    res = run(tmp_path, path=ROOT / "traces" / "ucc-loss.yaml", schemes=("newreno",), plots=False,
+              overrides=(("duration", 3), ("measure.windows.0.to", 3), ("measure.plot_range", [0, 3]),
+                         ("measure.table", table), ("published.expect", [])),
+              sweep=(SweepAxis("topology.cells.bottleneck.loss", "loss", (0.0,)),))
+    q = json.loads((res.directory / "metrics.json").read_text())["runs"][0]["quantities"]
+    [window] = {k.rsplit("@", 1)[1] for k in q}
+    f1, f2 = q[f"throughput[f1]@{window}"], q[f"throughput[f2]@{window}"]
+    assert f1 > 0 and f2 > 0
+    assert q[f"total_throughput[f*]@{window}"] == pytest.approx(f1 + f2)
+    assert q[f"total_throughput[f2]@{window}"] == pytest.approx(f2)
+    assert q[f"total_throughput[all]@{window}"] == pytest.approx(f1 + f2)     # ucc-loss measures both

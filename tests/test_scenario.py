@@ -359,3 +359,21 @@ def test_a_start_jitter_past_the_end_or_the_stop_or_below_zero_is_refused() -> N
     doc = vh_doc()
     doc["flows"][0]["start_jitter"] = -0.1
     assert any(p.endswith(".start_jitter") for p in errors_of(doc))
+
+
+def test_a_total_throughput_may_name_the_flows_it_sums_by_pattern() -> None:
+    doc = read_document(TRACES / "combined-group-handoff.yaml")
+    doc["measure"]["table"].append({"metric": "total_throughput", "flows": ["m*"], "window": "after"})
+    sf = parse(doc, "test.yaml", extra_sweep=(SweepAxis(
+        "topology.correspondents.0.count,topology.links.0.count,topology.mobile_hosts.0.count,flows.0.count",
+        "K", (2, 5)),))
+    for point, k in zip(sf.points(), (2, 5)):
+        scn = sf.resolve(sf.variants[0], point)
+        [q] = [q for q in scn.measure.table if q.flows]
+        assert q.key == "total_throughput[m*]@after" and q.subject == " of m*"
+        assert scn.summed_flows(q) == tuple(f"m{i}" for i in range(1, k + 1))     # however many the sweep makes
+    for row, words in (({"metric": "total_throughput", "flows": ["x*"]}, "no flow matches 'x*'"),
+                       ({"metric": "utilization", "link": "new", "flows": ["m*"]}, "only total_throughput")):
+        doc = read_document(TRACES / "combined-group-handoff.yaml")
+        doc["measure"]["table"].append(row)
+        assert any(words in m for m in errors_of(doc).values()), errors_of(doc)

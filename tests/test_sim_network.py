@@ -313,6 +313,31 @@ def test_ipf_base_station_tells_the_senders_what_it_forwards() -> None:
     assert [n.forwarding for n in notes[False]] == [None, None]
 
 
+def test_an_ipf_base_station_holding_nothing_yet_still_signals_what_it_forwards() -> None:
+    """The MH's packets may all be on their way to the old BS when the HANDOFF leaves (a window-limited
+    flow's train): it still carries the signal (buffered 0), and what arrives later is forwarded, not lost.
+    Without it a flag-aware sender would resend that flight (issue 20)."""
+    net = Network(seed=0)
+    ch, gw = net.host("ch", "10.0.0.1"), net.router("gw")
+    bs1 = net.base_station("bs1", ipf=True, ipf_limit=400)
+    bs2 = net.base_station("bs2", ipf=True, ipf_limit=400)
+    net.link(ch, gw, 100e6, 0.001)
+    net.link(gw, bs1, 10e6, 0.1, queue=Queue(100))      # a packet sent at 1.22 s reaches bs1 after the handoff
+    net.link(gw, bs2, 10e6, 0.004, queue=Queue(100))
+    net.link(bs1, bs2, 10e6, 0.001)
+    wlan = net.cell("wlan", bs1, 20e6, 0.001, queue=Queue(100))
+    g3 = net.cell("g3", bs2, 20e6, 0.001, queue=Queue(100))
+    mh = net.mobile_host("mh", "10.0.9.1", {"wlan": "10.0.1.9", "g3": "10.0.2.9"})
+    net.start_in(mh, "wlan", wlan)
+    net.vertical_handoff(mh, "wlan", "g3", g3, at=1.02, outage=0.3)       # out 1.02-1.32 s
+    src, sink = Source("10.0.0.1", "10.0.9.1", 4, gap=0.61), Sink("10.0.9.1")   # 0, 0.61, 1.22, 1.83 s
+    net.flow("f", ch, src, mh, sink, 4000, 5000)
+    net.run(3.0)
+    [handoff] = [n for _, n in src.notes if n.event is Event.HANDOFF]
+    assert handoff.forwarding == Forwarding(0, 0)
+    assert bs1.forwarded == 1 and len(sink.rows) == 4
+
+
 def test_a_route_delay_keeps_the_old_path_while_the_old_bs_forwards_priority_marked() -> None:
     """`route_delay` (the lab controller's ordered handoff): the gateway keeps sending to the BS the MH left for
     the delay after the handoff, that BS forwards what reaches it priority-marked; nothing is lost."""

@@ -47,5 +47,4 @@ def unit(metric: str) -> str:
 
 
 def describe(q: Quantity) -> str:
-    subject = f" of {q.flow}" if q.flow else f" on {q.link}" if q.link else ""
-    return f"{q.metric.replace('_', ' ')}{subject} ({unit(q.metric)}, window {q.window})"
+    return f"{q.metric.replace('_', ' ')}{q.subject} ({unit(q.metric)}, window {q.window})"

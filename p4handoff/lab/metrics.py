@@ -131,7 +131,7 @@ def value(scn: Scenario, data: RunData, q: Quantity) -> float:
         return float(f.dummies_sent)
     if q.metric == "total_throughput":
         return sum((data.flows[n].delivered(t1) - data.flows[n].delivered(t0)) * 8 / length
-                   for n in scn.measure.flows)
+                   for n in scn.summed_flows(q))
     if q.metric == "ideal":
         return ideal_bps(scn, t0, t1)
     link = q.link

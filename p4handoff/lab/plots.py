@@ -289,8 +289,7 @@ def _sweeps(res: Results, out: Path) -> list[str]:
             if len(axis.values) > 4:    # e.g. 1Mbps .. 11Mbps: turned, they do not run into each other
                 plt.setp(ax.get_xticklabels(), rotation=45, ha="right", rotation_mode="anchor")
         ax.set_xlabel(axis.label)
-        ax.set_ylabel(f"{q.metric.replace('_', ' ')}" + (f" of {q.flow}" if q.flow else f" on {q.link}" if q.link else "")
-                      + f" ({unit(q.metric)})")
+        ax.set_ylabel(f"{q.metric.replace('_', ' ')}{q.subject} ({unit(q.metric)})")
         ax.grid(True, lw=0.3)
         handles = ax.get_legend_handles_labels()[0]
         if dashed:
@@ -301,7 +300,7 @@ def _sweeps(res: Results, out: Path) -> list[str]:
                                   label="published at that point"))
         _legend(fig, handles)
         fig.suptitle(sf.title, fontsize=10)
-        name = f"sweep-{q.metric}-{q.flow or q.link or 'all'}.png".replace(">", "").replace("/", "-")
+        name = f"sweep-{q.metric}-{q.about}.png".replace(">", "").replace("/", "-")
         _save(fig, out / name)
         files.append(name)
     return files

@@ -144,8 +144,7 @@ def _published_table(res: Results, point: tuple, q: Quantity, pq: Quantity | Non
     pub = res.scenario_file.published
     assert pub is not None
     u = unit(q.metric)
-    subject = f" of {q.flow}" if q.flow else f" on {q.link}" if q.link else ""
-    lines = [f"**{q.metric.replace('_', ' ')}{subject}**", ""] if q.metric != "throughput" else []
+    lines = [f"**{q.metric.replace('_', ' ')}{q.subject}**", ""] if q.metric != "throughput" else []
     lines += [f"| scheme | ours {u} | " + ("ours % of ideal | " if pq else "") + f"published {u} | "
               + ("published % | " if pq else "") + "ours / published | gap |",
               "|" + "---|" * (7 if pq else 5)]

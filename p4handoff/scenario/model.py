@@ -4,6 +4,7 @@ from __future__ import annotations
 import random
 import re
 from collections import deque
+from fnmatch import fnmatchcase
 from dataclasses import dataclass
 from typing import Any
 
@@ -252,11 +253,24 @@ class Quantity:
     window: str
     flow: str | None = None
     link: str | None = None
+    flows: tuple[str, ...] = ()      # total_throughput of the flows these match ("m*"; none: measure.flows)
+
+    @property
+    def subject(self) -> str:
+        """What it is measured of, as the reports say it: " of m1", " on new", " of m1+m2", or ""."""
+        if self.link:
+            return f" on {self.link}"
+        names = self.flow or "+".join(self.flows)
+        return f" of {names}" if names else ""
+
+    @property
+    def about(self) -> str:
+        """Its flow, link or flows (m1+m2), or "all": the subject in its key."""
+        return self.flow or self.link or "+".join(self.flows) or "all"
 
     @property
     def key(self) -> str:
-        subject = self.flow or self.link or "all"
-        return f"{self.metric}[{subject}]@{self.window}"
+        return f"{self.metric}[{self.about}]@{self.window}"
 
 
 @dataclass(frozen=True)
@@ -344,3 +358,9 @@ class Scenario:
 
     def flow(self, name: str) -> FlowSpec:
         return next(f for f in self.flows if f.name == name)
+
+    def summed_flows(self, q: Quantity) -> tuple[str, ...]:
+        """The flows a total_throughput sums: those its `flows` patterns match, else measure.flows."""
+        if not q.flows:
+            return self.measure.flows
+        return tuple(f.name for f in self.flows if any(fnmatchcase(f.name, p) for p in q.flows))

@@ -149,11 +149,15 @@ class BaseStation(Router):
             self.sim.after(self.forward_delay, self._flush, home)
 
     def forwarding(self, home: str) -> tuple[int, float] | None:
-        """(packets held for `home`, time of their flush) while a flush is pending and holds
-        any, else None (also without `signal`): what the HANDOFF notification announces."""
+        """(packets held for `home`, time of their flush) while a flush is pending, else None (also
+        without `signal`): what the HANDOFF notification announces. Also when it holds none yet:
+        the MH's flight may still be on its way here (a window-limited flow sends it as one train
+        per RTT), and what arrives after the flush is forwarded too; a HANDOFF without the signal
+        would have the sender resend it (the lab's controller also counts what reached the gateway
+        during the handoff, so it is rarely left with none)."""
         buf = self._buffers.get(home)
         at = self._flush_at.get(home)
-        return (len(buf), at) if self.signal and buf and at is not None else None
+        return (len(buf), at) if self.signal and buf is not None and at is not None else None
 
     def _flush(self, home: str) -> None:
         buf = self._buffers.pop(home, None)

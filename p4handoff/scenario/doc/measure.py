@@ -6,6 +6,7 @@ the run's duration when a run is built (p4handoff.scenario.doc.build).
 """
 from __future__ import annotations
 
+import fnmatch
 from typing import Annotated, Any, Callable, TypeVar
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
@@ -40,6 +41,13 @@ _flow = refers_to(("flows",), "flow")
 _link = refers_to(("links",), "link or cell", note=" (cells, or 'a->b' for a wired direction)")
 
 
+def _flow_pattern(pattern: str, info: ValidationInfo) -> str:
+    names = declared(info)
+    if names is not None and not names("flows").open and not any(fnmatch.fnmatchcase(n, pattern) for n in names("flows")):
+        raise ValueError(f"no flow matches {pattern!r} (flows: {names('flows').text()})")
+    return pattern
+
+
 Metric = Annotated[str, one_of(METRICS)]
 T = TypeVar("T", bound=tuple[Any, ...])
 
@@ -57,9 +65,11 @@ def each(model: type[DocModel], items: T, check: Callable[[Any, ValidationInfo],
     return items
 
 
-def quantity(metric: str, flow: str | None, link: str | None, window: str) -> Quantity:
-    """The quantity a table row or a claim is about (a flow only for per-flow metrics, a link for per-link)."""
-    return Quantity(metric, window, flow if metric in FLOW_METRICS else None, link if metric in LINK_METRICS else None)
+def quantity(metric: str, flow: str | None, link: str | None, window: str, flows: Any = None) -> Quantity:
+    """The quantity a table row or a claim is about (a flow only for per-flow metrics, a link for per-link,
+    the flows summed for total_throughput)."""
+    return Quantity(metric, window, flow if metric in FLOW_METRICS else None, link if metric in LINK_METRICS else None,
+                    tuple(flows) if metric == "total_throughput" and flows else ())
 
 
 class QuantityFields(DocModel):
@@ -69,6 +79,19 @@ class QuantityFields(DocModel):
     flow: Name | None = Field(default=None, validate_default=True, description="per-flow metrics")
     link: Text | None = Field(default=None, validate_default=True,
                               description="per-link metrics: a cell, or 'a->b' for a wired direction")
+    flows: tuple[Text, ...] | None = Field(default=None, min_length=1, description=(
+        "total_throughput: the flows it sums, names or patterns ('m*': every flow whose name starts with m, "
+        "however many a sweep makes); default: measure.flows"))
+
+    @field_validator("flows")
+    @classmethod
+    def _summed(cls, patterns: tuple[str, ...] | None, info: ValidationInfo) -> tuple[str, ...] | None:
+        """Only total_throughput sums flows, and each pattern matches one at least."""
+        if patterns is None:
+            return None
+        if info.data.get("metric") != "total_throughput":
+            raise ValueError(f"only total_throughput sums flows, not {info.data.get('metric')}")
+        return each(cls, patterns, _flow_pattern, info)
 
     @field_validator("flow", "link")
     @classmethod
@@ -81,7 +104,7 @@ class QuantityFields(DocModel):
         return check(name, info)
 
     def quantity(self, window: str) -> Quantity:
-        return quantity(self.metric, self.flow, self.link, window)
+        return quantity(self.metric, self.flow, self.link, window, self.flows)
 
 
 class TableRow(QuantityFields):

@@ -118,9 +118,9 @@ class _Claim(QuantityFields):
         problems: list[Problem] = []
         if names is not None and table is not None and not any(e["loc"][:1] in QUANTITY_LOCS for e in errors):
             q = quantity(data["metric"], data.get("flow"), data.get("link"), data.get("window") or names.claim_window()
-                         or "")
+                         or "", data.get("flows"))
             if q not in table:
-                problems.append(((), f"{q.metric} of {q.flow or q.link or 'all flows'} in window {q.window} is not "
+                problems.append(((), f"{q.metric} of {q.about} in window {q.window} is not "
                                      "in measure.table: a claim is checked on a quantity the report measures"))
         if errors or problems:
             reraise(cls, errors, problems)
