@@ -8,6 +8,9 @@ SIGTERM ends the process without either.
 from __future__ import annotations
 
 import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 def sigterm_as_interrupt() -> None:
@@ -15,3 +18,27 @@ def sigterm_as_interrupt() -> None:
     def interrupt(_signum: int, _frame: object) -> None:
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, interrupt)
+
+
+@contextmanager
+def uninterrupted() -> Iterator[None]:
+    """SIGTERM and Ctrl-C wait until the block has run, then interrupt as before.
+
+    For teardowns: one interrupted halfway (a second Ctrl-C, or a SIGTERM
+    that lands while a finished run is being taken down) leaves switches,
+    emulators and namespaces running with nobody left to stop them. Only
+    the main thread can hold signals; elsewhere the block runs as it is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, _frame: held.append(signum))
+                for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if held:
+            raise KeyboardInterrupt

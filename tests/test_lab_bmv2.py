@@ -118,6 +118,9 @@ def test_a_lab_run_stopped_by_sigterm_tears_its_network_down(tmp_path: Path) -> 
         time.sleep(1.0)
         assert run.poll() is None, run.stderr.read().decode()[-2000:]
         run.send_signal(signal.SIGTERM)
+        time.sleep(0.5)                 # a second one while the lab is being taken down: it waits for the teardown
+        if run.poll() is None:
+            run.send_signal(signal.SIGTERM)
         assert run.wait(timeout=60) == 1
     finally:
         if run.poll() is None:      # a failed wait above: SIGTERM first, so the run still takes its lab down

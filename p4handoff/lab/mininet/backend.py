@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
+from p4handoff.interrupt import uninterrupted
 from p4handoff.paths import pipeline_files
 from p4handoff.lab.mininet.clock import RunClock
 from p4handoff.lab.mininet.faults import Fault, FaultRecord, check_faults, inject
@@ -109,9 +110,11 @@ class LabRun:
 
     # -- teardown -------------------------------------------------------------------------------------
     def close(self) -> None:
-        """Stop the flows, take the lab down (`LabRig.close`), keep what the emulators and the controller logged."""
-        self.flows.stop()
-        counters, errors = self.rig.close()
+        """Stop the flows, take the lab down (`LabRig.close`), keep what the emulators and the controller logged;
+        a SIGTERM or Ctrl-C meanwhile waits until it is done (`uninterrupted`)."""
+        with uninterrupted():
+            self.flows.stop()
+            counters, errors = self.rig.close()
         self.data.counters += counters
         self.observer.controller_log()
         if errors:
