@@ -178,7 +178,8 @@ def test_dummies_never_delay_or_displace_data_on_a_link() -> None:
 # -- mobility ------------------------------------------------------------------
 
 def handoff_net(seed: int = 0, ipf: bool = False, down_queue: Queue | None = None,
-                g3_rate: float = 384e3, g3_delay: float = 0.070, route_delay: float = 0.0) -> tuple:
+                g3_rate: float = 384e3, g3_delay: float = 0.070, route_delay: float = 0.0,
+                gw_bs1_delay: float = 0.004) -> tuple:
     """ch — gw —(10 Mb/s)— bs1 / bs2 (linked 1 ms) — cells wlan (20 Mb/s, 1 ms) and g3 (384 kb/s, 70 ms)."""
     net = Network(seed=seed)
     ch = net.host("ch", "10.0.0.1")
@@ -186,7 +187,7 @@ def handoff_net(seed: int = 0, ipf: bool = False, down_queue: Queue | None = Non
     bs1 = net.base_station("bs1", ipf=ipf, ipf_limit=400, route_delay=route_delay)
     bs2 = net.base_station("bs2", ipf=ipf, ipf_limit=400)
     net.link(ch, gw, 100e6, 0.001)
-    net.link(gw, bs1, 10e6, 0.004, queue=Queue(100))
+    net.link(gw, bs1, 10e6, gw_bs1_delay, queue=Queue(100))
     net.link(gw, bs2, 10e6, 0.004, queue=Queue(100))
     net.link(bs1, bs2, 10e6, 0.001)
     wlan = net.cell("wlan", bs1, 20e6, 0.001, queue=Queue(100))
@@ -317,18 +318,9 @@ def test_an_ipf_base_station_holding_nothing_yet_still_signals_what_it_forwards(
     """The MH's packets may all be on their way to the old BS when the HANDOFF leaves (a window-limited
     flow's train): it still carries the signal (buffered 0), and what arrives later is forwarded, not lost.
     Without it a flag-aware sender would resend that flight (issue 20)."""
-    net = Network(seed=0)
-    ch, gw = net.host("ch", "10.0.0.1"), net.router("gw")
-    bs1 = net.base_station("bs1", ipf=True, ipf_limit=400)
-    bs2 = net.base_station("bs2", ipf=True, ipf_limit=400)
-    net.link(ch, gw, 100e6, 0.001)
-    net.link(gw, bs1, 10e6, 0.1, queue=Queue(100))      # a packet sent at 1.22 s reaches bs1 after the handoff
-    net.link(gw, bs2, 10e6, 0.004, queue=Queue(100))
-    net.link(bs1, bs2, 10e6, 0.001)
-    wlan = net.cell("wlan", bs1, 20e6, 0.001, queue=Queue(100))
-    g3 = net.cell("g3", bs2, 20e6, 0.001, queue=Queue(100))
-    mh = net.mobile_host("mh", "10.0.9.1", {"wlan": "10.0.1.9", "g3": "10.0.2.9"})
-    net.start_in(mh, "wlan", wlan)
+    # 100 ms from gw to bs1: a packet sent at 1.22 s reaches bs1 after the handoff
+    net, ch, mh, wlan, g3 = handoff_net(ipf=True, g3_rate=20e6, g3_delay=0.001, gw_bs1_delay=0.1)
+    bs1 = net.nodes["bs1"]
     net.vertical_handoff(mh, "wlan", "g3", g3, at=1.02, outage=0.3)       # out 1.02-1.32 s
     src, sink = Source("10.0.0.1", "10.0.9.1", 4, gap=0.61), Sink("10.0.9.1")   # 0, 0.61, 1.22, 1.83 s
     net.flow("f", ch, src, mh, sink, 4000, 5000)
