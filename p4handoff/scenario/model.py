@@ -4,6 +4,7 @@ from __future__ import annotations
 import random
 import re
 from collections import deque
+from collections.abc import Iterable
 from fnmatch import fnmatchcase
 from dataclasses import dataclass
 from typing import Any
@@ -245,6 +246,12 @@ class IdealSpec:
     outages: str            # excluded: outage time counts 0; credited: counts at the next link's rate
 
 
+def flows_matching(names: Iterable[str], patterns: Iterable[str]) -> tuple[str, ...]:
+    """The names (in their order) that one of `patterns` matches: a name, or a shell pattern such as "m*"."""
+    patterns = tuple(patterns)
+    return tuple(n for n in names if any(fnmatchcase(n, p) for p in patterns))
+
+
 @dataclass(frozen=True)
 class Quantity:
     """One number a report table shows: a metric of a flow, a link or the run, in a window."""
@@ -361,6 +368,4 @@ class Scenario:
 
     def summed_flows(self, q: Quantity) -> tuple[str, ...]:
         """The flows a total_throughput sums: those its `flows` patterns match, else measure.flows."""
-        if not q.flows:
-            return self.measure.flows
-        return tuple(f.name for f in self.flows if any(fnmatchcase(f.name, p) for p in q.flows))
+        return flows_matching([f.name for f in self.flows], q.flows) if q.flows else self.measure.flows

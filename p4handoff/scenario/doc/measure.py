@@ -6,7 +6,7 @@ the run's duration when a run is built (p4handoff.scenario.doc.build).
 """
 from __future__ import annotations
 
-import fnmatch
+from collections.abc import Sequence
 from typing import Annotated, Any, Callable, TypeVar
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
@@ -15,7 +15,7 @@ from p4handoff.docmodel import DocModel, Name, Problem, fail
 from p4handoff.scenario.doc.names import declared, refers_to
 from p4handoff.scenario.doc.values import NUMBER, PositiveTime, Text, TimeOrMark, one_of
 from p4handoff.scenario.model import (FLOW_METRICS, FRACTION_METRICS, LINK_METRICS, METRICS, OUTAGE_RULES,
-                                          RATE_METRICS, IdealSpec, Quantity)
+                                          RATE_METRICS, IdealSpec, Quantity, flows_matching)
 from p4handoff.scenario.units import parse_fraction, parse_rate
 
 
@@ -43,7 +43,7 @@ _link = refers_to(("links",), "link or cell", note=" (cells, or 'a->b' for a wir
 
 def _flow_pattern(pattern: str, info: ValidationInfo) -> str:
     names = declared(info)
-    if names is not None and not names("flows").open and not any(fnmatch.fnmatchcase(n, pattern) for n in names("flows")):
+    if names is not None and not names("flows").open and not flows_matching(names("flows"), (pattern,)):
         raise ValueError(f"no flow matches {pattern!r} (flows: {names('flows').text()})")
     return pattern
 
@@ -65,7 +65,8 @@ def each(model: type[DocModel], items: T, check: Callable[[Any, ValidationInfo],
     return items
 
 
-def quantity(metric: str, flow: str | None, link: str | None, window: str, flows: Any = None) -> Quantity:
+def quantity(metric: str, flow: str | None, link: str | None, window: str,
+             flows: Sequence[str] | None = None) -> Quantity:
     """The quantity a table row or a claim is about (a flow only for per-flow metrics, a link for per-link,
     the flows summed for total_throughput)."""
     return Quantity(metric, window, flow if metric in FLOW_METRICS else None, link if metric in LINK_METRICS else None,

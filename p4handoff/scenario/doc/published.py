@@ -120,7 +120,7 @@ class _Claim(QuantityFields):
             q = quantity(data["metric"], data.get("flow"), data.get("link"), data.get("window") or names.claim_window()
                          or "", data.get("flows"))
             if q not in table:
-                problems.append(((), f"{q.metric} of {q.about} in window {q.window} is not "
+                problems.append(((), f"{q.metric}{q.subject or ' of all flows'} in window {q.window} is not "
                                      "in measure.table: a claim is checked on a quantity the report measures"))
         if errors or problems:
             reraise(cls, errors, problems)
