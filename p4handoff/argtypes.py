@@ -33,8 +33,8 @@ def whole_number(minimum: int) -> Callable[[str], int]:
     return parse
 
 
-def real_number(minimum: float, *, above: bool = False) -> Callable[[str], float]:
-    """An argparse type: a finite number >= `minimum` (> with `above`)."""
+def real_number(minimum: float, *, above: bool = False, maximum: float = math.inf) -> Callable[[str], float]:
+    """An argparse type: a finite number >= `minimum` (> with `above`) and <= `maximum`."""
     def parse(text: str) -> float:
         try:
             x = float(text)
@@ -44,6 +44,8 @@ def real_number(minimum: float, *, above: bool = False) -> Callable[[str], float
             raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
         if x < minimum or (above and x == minimum):
             raise argparse.ArgumentTypeError(f"must be {'>' if above else '>='} {minimum:g}, got {text!r}")
+        if x > maximum:
+            raise argparse.ArgumentTypeError(f"must be <= {maximum:g}, got {text!r}")
         return x
     return parse
 

@@ -76,6 +76,29 @@ def test_smoke_handoff_in_the_lab(tmp_path: Path) -> None:
     assert start - 0.02 < float(first[0]) - float(first[7]) < start + 0.1, (first, start)   # less the SYN's RTT
 
 
+def test_a_dilated_lab_run_reports_on_the_scenarios_clock(tmp_path: Path) -> None:
+    """`lab.time_scale: 2`: the lab plays the smoke scenario half as fast (2 and 1 Mb/s cells, 10 ms delays,
+    endpoints on a clock half as fast), and reports it as the scenario's: the same throughputs as the
+    undilated run's bounds, the sender connecting and the MH moving at their scenario times."""
+    doc = copy.deepcopy(SMOKE)
+    doc["lab"] = {"time_scale": 2}
+    sf = parse(doc, "lab-smoke-dilated")
+    began = time.monotonic()
+    res = run_scenario(sf, mininet.LabBackend(), results_root=tmp_path, run_id="dilated", progress_out=None)
+    assert time.monotonic() - began > 2 * doc["duration"]
+    q = json.loads((res.directory / "metrics.json").read_text())["runs"][0]["quantities"]
+    assert 1.5e6 < q["throughput[main]@before"] <= 4.1e6, q     # most of the 4 Mb/s cell, on the scenario's clock
+    assert 0.8e6 < q["throughput[main]@after"] <= 2.1e6, q
+    run_dir = res.directory / "runs" / "base" / "bwaware" / "r0"
+    handoff = next(float(line.split()[0]) for line in (run_dir / "timeline.txt").read_text().splitlines()
+                   if "handoff mh.r2" in line)
+    assert 6.3 <= handoff < 6.5, handoff                          # at 6 s + the 0.3 s outage, not at 12.6
+    first = lzma.decompress((run_dir / "trace-main.aligned.csv.xz").read_bytes()).decode().splitlines()[1].split(",")
+    start = sf.resolve(sf.variants[0], sf.points()[0]).flow("main").start_at(res.seed)
+    assert first[2] == "established" and start - 0.02 < float(first[0]) - float(first[7]) < start + 0.1, first
+    assert "2 times slower" in (res.directory / "report.md").read_text()
+
+
 def test_a_handoff_through_the_buffer_service(tmp_path: Path) -> None:
     """`topology.buffer_service`: a buffer port on every switch, the service beside the controller; what the
     handoff buffers goes through the service (its counters cover the controller's releases), and the flow

@@ -62,12 +62,12 @@ class RecordingRig:
         return ("radio", "old")
 
 
-def play(fail_on: str | None = None) -> tuple[RecordingRig, RunClock, RunData, Any]:
+def play(fail_on: str | None = None, scale: float = 1.0) -> tuple[RecordingRig, RunClock, RunData, Any]:
     sf = load(TRACES / "ipf-group-burst.yaml")
     scn = next(s for v, point, s in sf.runs() if v.label == "IPF" and point[0][1] == K)
     rig = RecordingRig(scn, fail_on)
-    clock, data = RunClock(), RunData(flows={}, link_rates={})
-    clock.start_in(-11.9)                   # scenario time 11.9 s now: the group moves at 12 s
+    clock, data = RunClock(scale), RunData(flows={}, link_rates={})
+    clock.start_in(-11.9 * scale)           # scenario time 11.9 s now: the group moves at 12 s
     LabTimeline(rig, scn, data, clock).play()     # type: ignore[arg-type]
     return rig, clock, data, scn
 
@@ -94,3 +94,14 @@ def test_a_failing_mh_is_reported_by_name_and_the_others_still_move():
     rig, clock, _, _ = play(fail_on="mh2")
     assert any(e.startswith("timeline of mh2:") and "could not be sent" in e for e in clock.errors), clock.errors
     assert {mh for _, what, mh in rig.calls if what == "register"} == {"mh1", "mh3", "mh4"}
+
+
+def test_a_dilated_run_plays_the_timeline_on_its_stretched_clock():
+    """`lab.time_scale: 3`: the group leaves at 12 s of the scenario, 36 s of the machine's after t0, and the
+    run's timeline says 12 s."""
+    rig, clock, data, scn = play(scale=3.0)
+    left_at = min(op.at for op in scn.mobility if op.op == "detach")
+    first = min(t for t, what, _ in rig.calls if what == "ctl detach") - ACTION_S - clock.t0
+    assert 3 * left_at - 0.01 < first < 3 * left_at + 0.05, first
+    detached = [t for t, what in data.timeline if what.startswith("detach")]
+    assert len(detached) == K and all(left_at < t < left_at + 0.1 for t in detached), detached

@@ -164,3 +164,34 @@ def test_a_sender_started_early_connects_at_its_start_instant(tmp_path):
                         "--start-at", repr(time.monotonic() + 3600))
         assert ahead.returncode == EXIT_ERROR and "at most 600 s ahead is accepted" in ahead.stderr
         assert "p4h_guard" not in path.a.run(["nft", "list", "tables"]).stdout
+
+
+@needs_netns[0]
+@needs_netns[1]
+def test_endpoints_on_a_stretched_clock_see_the_link_as_that_much_faster(tmp_path):
+    """`--time-scale 2` (a lab run twice as slow as its scenario): TCP, the trace and --seconds are on a clock that
+    passes at half the machine's speed, so one second of sending takes two, and a 3 Mb/s link carries more than
+    3 Mb/s on that clock, which it cannot do on the machine's."""
+    import csv
+    with netns.Sandbox("ts") as sandbox:
+        path = make_path(sandbox)
+        path.a.rate_limit(path.link.dev_a, 3000)
+        receiver = OurReceiver(path, "--notify-port", "0", "--time-scale", "2")
+        trace = tmp_path / "ts.csv"
+        launched = time.monotonic()
+        sent = run_cli(path.a, "send", "--to", RECEIVER, "--seconds", "1", "--notify-port", "0", "--time-wait",
+                       "0.2", "--trace", str(trace), "--time-scale", "2")
+        ended = time.monotonic()
+        assert sent.returncode == 0, sent.stderr
+        got = receiver.finish()
+        report = parse(sent.stdout)
+        assert report["time_scale"] == "2" and got["time_scale"] == "2"
+        assert 0.95 < float(report["seconds"]) < 1.5, report
+        assert ended - launched > 2.0                                   # the machine's time: twice the clock's
+        assert 4.5 < float(report["goodput_mbps"]) < 6.2, report         # ~2 x 3 Mb/s, on the stretched clock
+        assert int(got["bytes"]) == int(report["bytes"])
+        times = [float(r["time"]) for r in csv.DictReader(trace.open())]
+        assert 0.95 < max(times) < 1.5 + 0.2, max(times)                # the trace is on the stretched clock too
+
+        refused = run_cli(path.a, "send", "--to", RECEIVER, "--bytes", "1k", "--time-scale", "0.5")
+        assert refused.returncode == EXIT_USAGE and "must be >= 1" in refused.stderr

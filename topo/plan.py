@@ -19,16 +19,21 @@ returns a `LabPlan` that `p4handoff.topo.rig` builds. The mapping:
   switch port it leaves (gateway → BS, BS → gateway, BS → BS) or, where it
   leaves a host, in an emulator in front of the gateway port; a wired link
   with delay or loss always gets an emulator.
+
+With `lab.time_scale` S (time dilation, docs/lab.md) the lab's network is
+the scenario's stretched S times: every rate divided by S, every delay
+multiplied by it; the run's clock and the endpoints' stretch the rest.
 """
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from p4handoff.aqm_fields import nearest_wq_shift
 from p4handoff.topo.emulator.model import LinkParams
 from p4handoff.scenario.loader import HEADER_BYTES, LinkSpec, QueueSpec, Scenario
+from p4handoff.scenario.model import Topology
 
 ACCESS_GATEWAY = ("172.31.255.1", "02:00:00:00:01:fe")   # anycast gateway of every cell (address, MAC)
 HOST_GATEWAY = "172.31.255.254"                          # correspondents' default gateway (their switch answers)
@@ -168,11 +173,31 @@ def _aqm(q: QueueSpec, rate_bps: float, size: int, notes: list[str], where: str)
     return d
 
 
+def stretched(topo: Topology, scale: float) -> Topology:
+    """The network `scale` times slower: rates divided, delays multiplied (time dilation; buffers, losses and
+    RED's per-packet settings stay, so each packet meets the same network, only later)."""
+    if scale == 1.0:
+        return topo
+    links = tuple(replace(li, rate_bps=None if li.rate_bps is None else li.rate_bps / scale, delay=li.delay * scale)
+                  for li in topo.links)
+    cells = tuple(replace(c, rate_bps=c.rate_bps / scale, up_rate_bps=c.up_rate_bps / scale, delay=c.delay * scale)
+                  for c in topo.cells)
+    stations = tuple(replace(b, forward_delay=b.forward_delay * scale, route_delay=b.route_delay * scale)
+                     for b in topo.base_stations)
+    return replace(topo, links=links, cells=cells, base_stations=stations)
+
+
 def plan(scn: Scenario) -> LabPlan:
     """The lab for `scn` (LabError listing everything the lab cannot build)."""
-    topo = scn.topology
     problems: list[str] = []
     notes: list[str] = []
+    if scn.lab_time_scale != 1.0:
+        scn = replace(scn, topology=stretched(scn.topology, scn.lab_time_scale))
+        notes.append(f"time dilation: the lab plays the scenario {scn.lab_time_scale:g} times slower (its network's "
+                     "rates divided and delays multiplied by that, the endpoints on a clock as much slower; the "
+                     "controller and the switches are not slowed); times and rates are reported on the scenario's "
+                     "clock")
+    topo = scn.topology
     size = wire_bytes(scn)
     if len(topo.routers) != 1:
         problems.append(f"needs exactly one router (the gateway switch), the scenario has {len(topo.routers)}")

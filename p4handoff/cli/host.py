@@ -11,6 +11,7 @@ from pathlib import Path
 
 from p4handoff.argtypes import address_port, byte_count, ipv4_address, one_of, port_number, real_number, whole_number
 from p4handoff.hosts.cc import SCHEMES
+from p4handoff.hosts.net.timescale import MAX_TIME_SCALE
 from p4handoff.hosts.net.transfer import DEFAULT_PORT, receive, send
 from p4handoff.interrupt import sigterm_as_interrupt
 from p4handoff.keyfile import load_keys
@@ -40,6 +41,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=real_number(0, above=True), default=300.0, metavar="S",
                    help="give up (RST) after this long (default 300; for send, added to --seconds)")
     p.add_argument("--seed", type=whole_number(0), default=0, help="seed for the ISN and the generated data")
+    p.add_argument("--time-scale", type=real_number(1, maximum=MAX_TIME_SCALE), default=1.0, metavar="S",
+                   help="run TCP, the trace, --seconds and --timeout on a clock S times slower than the machine's "
+                        "(a lab network stretched S times; default 1)")
 
 
 def _notify_key(args: argparse.Namespace) -> bytes | None:
@@ -107,7 +111,7 @@ def _send(args: argparse.Namespace) -> int:
     result = send(host, port, scheme=args.scheme, total=args.bytes, seconds=args.seconds, data_file=args.data,
                   trace=args.trace, mss=args.mss, local_port=args.port, notify_port=args.notify_port or None,
                   link_events=args.link_events, notify_key=_notify_key(args), timeout=args.timeout, seed=args.seed,
-                  start_at=args.start_at, **_settings(args))
+                  start_at=args.start_at, time_scale=args.time_scale, **_settings(args))
     print("\n".join(result.lines()), flush=True)
     return 0
 
@@ -123,7 +127,7 @@ def _recv(args: argparse.Namespace) -> int:
     result = receive(args.port, scheme=args.scheme, out=args.out, trace=args.trace, addr=args.addr,
                      notify_port=args.notify_port or None, link_events=args.link_events,
                      notify_key=_notify_key(args),
-                     timeout=args.timeout, seed=args.seed,
+                     timeout=args.timeout, seed=args.seed, time_scale=args.time_scale,
                      on_ready=ready, **_settings(args))
     print("\n".join(result.lines()), flush=True)
     return 0

@@ -221,7 +221,7 @@ class LabChaos:
             res.flows.append(FlowLoss(f"udp:{d}", "udp", self.moving(d), self.path(d),
                                       len(probes.lost(d)) * PROBE_PAYLOAD))
         res.details = {"probe_rate": probes.rate, "probes_sent": {d: len(v) for d, v in probes.sent.items()},
-                       "probes_lost_sent_at": {d: [round(probes.sent[d][seq] - run.clock.t0, 3) for seq in probes.lost(d)]
+                       "probes_lost_sent_at": {d: [round(run.clock.at_monotonic(probes.sent[d][seq]), 3) for seq in probes.lost(d)]
                                                for d in probes.dsts},
                        "registered_again_after_run": again, "buffer_total": status.get("buffer_total"),
                        "notes": data.notes}

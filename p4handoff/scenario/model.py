@@ -362,6 +362,7 @@ class Scenario:
     assumptions: tuple[str, ...]
     variant: str
     point: tuple[tuple[str, Any], ...]
+    lab_time_scale: float = 1.0     # the lab plays it this many times slower (docs/lab.md, "Time dilation")
 
     def flow(self, name: str) -> FlowSpec:
         return next(f for f in self.flows if f.name == name)

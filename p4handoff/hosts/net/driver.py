@@ -40,6 +40,7 @@ from p4handoff.hosts.net.guard import KernelTcpGuard
 from p4handoff.hosts.net.linkwatch import LinkWatch
 from p4handoff.hosts.net.notify_tap import NotificationTap
 from p4handoff.hosts.net.rawio import PacketReceiver, PacketSender
+from p4handoff.hosts.net.timescale import ScaledClock
 from p4handoff.hosts.segment import ACK, RST, SYN, Segment
 from p4handoff.hosts.tcp.connection import State, TcpConnection, rst_for
 from p4handoff.notify import Notification, NotificationError
@@ -76,9 +77,9 @@ class NetDriver:
     """
 
     def __init__(self, port: int = 0, local_addr: str | None = None, *, notify_port: int | None = None,
-                 link_events: bool = False, clock: Callable[[], float] = time.monotonic,
+                 link_events: bool = False, clock: ScaledClock | None = None,
                  notify_key: bytes | None = None) -> None:
-        self.clock = clock
+        self.clock = clock if clock is not None else ScaledClock()
         self.opener = Opener(notify_key) if notify_key is not None else None   # None: trailer ignored
         self.stats = DriverStats()
         self.conn: TcpConnection | None = None
@@ -164,7 +165,7 @@ class NetDriver:
             if now >= deadline:
                 self._give_up(timeout)
             limit = deadline if wake is None else min(wake, deadline)
-            events = select(max(0.0, limit - clock()))        # `now` is as old as handling the last batch
+            events = select(max(0.0, clock.real(limit - clock())))    # `now` is as old as handling the last batch
             notes = False
             for key, _ in events:
                 if self.notify_tap is not None and key.fd == self.notify_tap.fileno():
@@ -225,8 +226,8 @@ class NetDriver:
     def _arrival(self, stamp: float | None, now: float, wall: float) -> float:
         """A segment's arrival on the driver's clock: `now` (read with `wall`, CLOCK_REALTIME) less how long
         the kernel held it, but never before a time the connection has been given already."""
-        if stamp is not None:
-            now -= min(max(0.0, wall - stamp), 1.0)   # a stamp from a stepped wall clock moves nothing far
+        if stamp is not None:   # a stamp from a stepped wall clock moves nothing far
+            now -= self.clock.scaled(min(max(0.0, wall - stamp), 1.0))
         return self._give(now)
 
     def _give(self, now: float) -> float:

@@ -4,6 +4,11 @@ Both run in the network namespace of the calling process (start them with
 `ip netns exec`, or as a Mininet host's command). The segment size follows
 the route's MTU unless given: MSS option = MTU - 40, data per segment =
 min(our mss, the peer's MSS - 12 for the timestamp option).
+
+With `time_scale` S > 1 (a lab run that stretches its network S times,
+docs/lab.md "Time dilation") the endpoint keeps the experiment's time: its
+TCP, its trace, `seconds` and `timeout` are on a clock S times slower than
+the machine's (`timescale.ScaledClock`); `start_at` stays a machine instant.
 """
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from typing import Callable
 
 from p4handoff.hosts.net.data import FileSource, PatternSource, Sink
 from p4handoff.hosts.net.driver import DriverStats, NetDriver
+from p4handoff.hosts.net.timescale import ScaledClock
 from p4handoff.hosts.net.tracefile import TraceWriter
 from p4handoff.hosts.segment import Segment
 from p4handoff.hosts.tcp.config import TcpConfig
@@ -41,6 +47,7 @@ class TransferResult:
     mss: int
     origin: float          # time.monotonic() the trace's times count from (a lab aligns the trace by it)
     stats: DriverStats = field(default_factory=DriverStats)
+    time_scale: float = 1.0   # the trace's and `seconds`' clock runs this many times slower than the machine's
 
     @property
     def goodput_mbps(self) -> float:
@@ -52,7 +59,7 @@ class TransferResult:
         return [f"role: {self.role}", f"scheme: {self.scheme}", f"local: {self.local}", f"peer: {self.peer}",
                 f"bytes: {self.bytes}", f"seconds: {self.seconds:.6f}", f"goodput_mbps: {self.goodput_mbps:.3f}",
                 f"sha256: {self.sha256}", f"mss: {self.mss}", f"retransmits: {self.retransmits}",
-                f"trace_origin: {self.origin!r}",
+                f"trace_origin: {self.origin!r}", f"time_scale: {self.time_scale:g}",
                 f"segments_in: {s.segments_in}", f"segments_out: {s.segments_out}",
                 f"malformed_dropped: {s.malformed}", f"foreign_segments: {s.foreign}",
                 f"local_send_drops: {s.send_drops}", f"notifications: {s.notifications}",
@@ -83,7 +90,7 @@ def send(to: str, port: int, *, scheme: str, total: int | None = None, seconds: 
          data_file: Path | None = None, trace: Path | None = None, mss: int | None = None,
          local_port: int = 0, notify_port: int | None = None, link_events: bool = False,
          notify_key: bytes | None = None, timeout: float = 300.0, seed: int = 0, start_at: float | None = None,
-         **settings: object) -> TransferResult:
+         time_scale: float = 1.0, **settings: object) -> TransferResult:
     """Open a connection to `to:port`, send, close, and wait for the close to complete.
 
     Exactly one of `total` (bytes of generated data), `seconds` (generated
@@ -101,15 +108,16 @@ def send(to: str, port: int, *, scheme: str, total: int | None = None, seconds: 
                          f"clock (now {time.monotonic():.3f}); at most {MAX_START_WAIT:.0f} s ahead is accepted")
     src, mtu = route_to(to)
     config = config_for(mtu, mss, seed=seed, **settings)
+    clock = ScaledClock(time_scale)
     with NetDriver(local_port, src, notify_port=notify_port, link_events=link_events,
-                   notify_key=notify_key) as driver:
+                   notify_key=notify_key, clock=clock) as driver:
         if start_at is not None:
             time.sleep(max(0.0, start_at - time.monotonic()))
-        t0 = time.monotonic()
+        origin, t0 = time.monotonic(), clock()
         stop: Callable[[], bool] | None = None
         if seconds is not None:
             end = t0 + seconds
-            stop = lambda: time.monotonic() >= end  # noqa: E731
+            stop = lambda: clock() >= end  # noqa: E731
         source: PatternSource | FileSource = (FileSource(data_file, stop) if data_file is not None
                                               else PatternSource(total, seed, stop))
         writer = TraceWriter(trace, t0) if trace is not None else None
@@ -118,15 +126,15 @@ def send(to: str, port: int, *, scheme: str, total: int | None = None, seconds: 
                                  name=f"{src}:{driver.port}>{to}:{port}")
             conn.connect(to, port)
             conn.set_source(source)
-            start = time.monotonic()
+            start = clock()
             limit = timeout + (seconds or 0.0)
             driver.run(conn, timeout=limit, until=lambda c: c.send_complete)
             _check(conn)
-            done = time.monotonic()
+            done = clock()
             driver.run(conn, timeout=max(1.0, limit - (done - start)))  # FIN exchange, TIME-WAIT
             return TransferResult("sender", scheme, f"{src}:{driver.port}", f"{to}:{port}", conn.bytes_acked,
-                                  done - start, source.hash.hexdigest(), conn.retransmits, conn.mss, t0,
-                                  driver.stats)
+                                  done - start, source.hash.hexdigest(), conn.retransmits, conn.mss, origin,
+                                  driver.stats, time_scale)
         finally:
             if writer is not None:
                 writer.close()
@@ -137,7 +145,7 @@ def send(to: str, port: int, *, scheme: str, total: int | None = None, seconds: 
 def receive(port: int = DEFAULT_PORT, *, scheme: str = "newreno", out: Path | None = None,
             trace: Path | None = None, addr: str | None = None, notify_port: int | None = None,
             link_events: bool = False, notify_key: bytes | None = None, timeout: float = 300.0, seed: int = 0,
-            on_ready: Callable[[int], None] | None = None,
+            on_ready: Callable[[int], None] | None = None, time_scale: float = 1.0,
             **settings: object) -> TransferResult:
     """Accept one connection on `port`, read it to the end, close, and report what arrived.
 
@@ -145,28 +153,30 @@ def receive(port: int = DEFAULT_PORT, *, scheme: str = "newreno", out: Path | No
     when a sender may start.
     """
     sink = Sink(out)
-    t0 = time.monotonic()
+    clock = ScaledClock(time_scale)
+    origin, t0 = time.monotonic(), clock()
     writer = TraceWriter(trace, t0) if trace is not None else None
     opened: list[float] = []
 
     def make_conn(syn: Segment) -> TcpConnection:
         _, mtu = route_to(syn.src)
-        opened.append(time.monotonic())
+        opened.append(clock())
         return TcpConnection(config_for(mtu, None, seed=seed, **settings), syn.dst, port, cc=scheme,
                              on_data=sink, trace=writer, name=f"{syn.dst}:{port}<{syn.src}:{syn.sport}")
 
     try:
         with NetDriver(port, addr, notify_port=notify_port, link_events=link_events,
-                       notify_key=notify_key) as driver:
+                       notify_key=notify_key, clock=clock) as driver:
             if on_ready is not None:
                 on_ready(driver.port)
             conn = driver.run(None, timeout=timeout, make_conn=make_conn, until=lambda c: c.eof)
             _check(conn)
-            done = time.monotonic()
+            done = clock()
             driver.run(conn, timeout=max(1.0, timeout - (done - t0)), close_on_eof=True)
             return TransferResult("receiver", scheme, f"{conn.local_addr}:{port}",
                                   f"{conn.peer_home}:{conn.remote_port}", sink.count, done - opened[0],
-                                  sink.hash.hexdigest(), conn.retransmits, conn.mss, t0, driver.stats)
+                                  sink.hash.hexdigest(), conn.retransmits, conn.mss, origin, driver.stats,
+                                  time_scale)
     finally:
         sink.close()
         if writer is not None:

@@ -3,7 +3,7 @@
 `p4handoff.topo.rig.LabRig` builds the lab the plan describes
 (Mininet nodes, BMv2 switches, the controller, hosts registered where they
 start, emulators) and takes it down; a `LabRun` plays the scenario on it in
-real time, on one clock (`p4handoff.lab.mininet.clock`):
+real time (or `lab.time_scale` times slower), on one clock (`p4handoff.lab.mininet.clock`):
 
 1. the flows' receivers, then their senders, started at t0 + flow start
    (`p4handoff.lab.mininet.flows`);
@@ -67,7 +67,7 @@ class LabRun:
         self.rig = LabRig(scn, seed, out)
         self.faults = check_faults(faults, [s.name for s in self.rig.plan.switches], scn.duration)
         self.fault_log: list[FaultRecord] = []
-        self.clock = RunClock()
+        self.clock = RunClock(scn.lab_time_scale)
         self.data = RunData(flows={}, link_rates={c.name: c.rate_bps for c in scn.topology.cells}, backend="lab")
         self.data.notes += self.rig.plan.notes
         self.observer = LabObserver(self.rig, scn, self.data, self.clock)
@@ -88,7 +88,7 @@ class LabRun:
                    for fn in (self.timeline.play, self.observer.edges, self.observer.queues, self._faults)]
         for t in threads:
             t.start()
-        end = self.clock.t0 + scn.duration
+        end = self.clock.instant(scn.duration)
         while time.monotonic() < end:
             progress(max(0.0, self.clock.now()))
             time.sleep(min(0.5, max(0.0, end - time.monotonic())))

@@ -4,9 +4,11 @@
 the built lab, the scenario, the run's record and this clock.
 
 Scenario time 0 is `t0` on the monotonic clock (`t0_wall` on the wall
-clock, for times the controller and the switches log). A thread that fails
-records why; from then on every wait returns False, so the others stop too
-and the run reports every error at once.
+clock, for times the controller and the switches log); with a time scale S
+(`lab.time_scale`, time dilation) a scenario second lasts S seconds of the
+machine's, and every instant read or waited for goes through this clock.
+A thread that fails records why; from then on every wait returns False, so
+the others stop too and the run reports every error at once.
 """
 from __future__ import annotations
 
@@ -22,25 +24,38 @@ from p4handoff.scenario.loader import Scenario
 class RunClock:
     """Scenario time for the threads of one lab run, and what went wrong in them."""
 
-    def __init__(self) -> None:
+    def __init__(self, scale: float = 1.0) -> None:
         self.t0 = 0.0
         self.t0_wall = 0.0
+        self.scale = scale
         self.errors: list[str] = []
         self._lock = threading.Lock()
 
     def start_in(self, lead: float) -> None:
-        """Scenario time 0 is `lead` seconds from now."""
+        """Scenario time 0 is `lead` seconds (the machine's) from now."""
         self.t0 = time.monotonic() + lead
         self.t0_wall = time.time() + lead
 
     def now(self) -> float:
         """The scenario time now (negative before t0)."""
-        return time.monotonic() - self.t0
+        return self.at_monotonic(time.monotonic())
+
+    def instant(self, t: float) -> float:
+        """The monotonic-clock instant of scenario time `t`."""
+        return self.t0 + t * self.scale
+
+    def at_monotonic(self, instant: float) -> float:
+        """The scenario time of a monotonic-clock instant."""
+        return (instant - self.t0) / self.scale
+
+    def at_wall(self, stamp: float) -> float:
+        """The scenario time of a wall-clock stamp (the controller's and the switches' logs)."""
+        return (stamp - self.t0_wall) / self.scale
 
     def sleep_until(self, t: float) -> bool:
         """Wait for scenario time `t`; False if the run is failing or over."""
         while True:
-            left = self.t0 + t - time.monotonic()
+            left = self.instant(t) - time.monotonic()
             if self.errors:
                 return False
             if left <= 0:

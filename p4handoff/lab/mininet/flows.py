@@ -5,6 +5,8 @@ senders (`p4handoff host send --start-at`) start at once, set up, and
 connect at t0 + the flow's start; after the run, each sender's trace
 (its time shifted onto the scenario clock) becomes its flow's delivery
 curve, and its retransmissions are what the lab reports of its losses.
+With a time scale (`lab.time_scale`) every endpoint runs on a clock as much
+slower as the run's (`--time-scale`), so its trace is in scenario seconds.
 """
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ from p4handoff.lab.mininet.clock import RunClock, RunPart
 from p4handoff.topo.rig import LabRig
 from p4handoff.lab.rundata import FlowData, RunData
 from p4handoff.scenario.loader import Scenario
+
+FINISH_WAIT = 30.0     # scenario seconds a sender has after the run to close (FIN, TIME-WAIT) and report
 
 class LabFlows(RunPart):
     """The scenario's flows on the running lab (`rig`): each a receiver and a sender process."""
@@ -47,7 +51,8 @@ class LabFlows(RunPart):
         """The TCP options of flow `f`, for `p4handoff host send` and `recv` alike."""
         t = f.tcp
         args = ["--scheme", f.scheme, "--window-segments", str(t.window), "--min-rto", str(t.min_rto),
-                "--iw", str(t.iw), "--timeout", str(self.scn.duration + 60)]
+                "--iw", str(t.iw), "--timeout", str(self.scn.duration + 60),
+                "--time-scale", repr(self.scn.lab_time_scale)]
         if not t.sack:
             args.append("--no-sack")
         if not t.timestamps:
@@ -77,7 +82,7 @@ class LabFlows(RunPart):
         start = f.start_at(self.rig.seed)
         seconds = (f.stop if f.stop is not None else self.scn.duration) - start
         args = [sys.executable, "-m", "p4handoff", "host", "send", "--to", f"{dst}:{5001 + k}", "--seconds",
-                str(seconds), "--mss", str(f.tcp.packet_size), "--start-at", repr(self.clock.t0 + start),
+                str(seconds), "--mss", str(f.tcp.packet_size), "--start-at", repr(self.clock.instant(start)),
                 "--trace", str(self.rig.out / f"trace-{f.name}.csv"), *self._tcp_args(f), *self.rig.key_args(f.src)]
         err = open(self.rig.out / f"send-{f.name}.stderr", "wb")
         proc = subprocess.Popen(["ip", "netns", "exec", self.rig.ns[f.src].name, *args], stdout=subprocess.PIPE,
@@ -91,11 +96,12 @@ class LabFlows(RunPart):
         """Each sender's trace, aligned on the scenario clock, becomes its flow's delivery curve."""
         for name, proc in self.senders.items():
             try:
-                out, _ = proc.communicate(timeout=30)
+                out, _ = proc.communicate(timeout=FINISH_WAIT * self.clock.scale)
             except subprocess.TimeoutExpired as exc:
                 stop_process(proc)
                 out = (exc.output or b"") + (proc.stdout.read() if proc.stdout else b"")
-                self.data.notes.append(f"flow {name}: the sender had not finished 30 s after the run; stopped")
+                self.data.notes.append(f"flow {name}: the sender had not finished {FINISH_WAIT:g} s (of the "
+                                       "scenario's) after the run; stopped")
             text = out.decode(errors="replace") if isinstance(out, bytes) else (out or "")
             # the sender's own clock origin: its trace counts from there, the instant it connected (its --start-at,
             # or later if its start-up outlasted the lead)
@@ -106,7 +112,7 @@ class LabFlows(RunPart):
                 self.data.notes.append(f"flow {name}: the sender left no trace "
                                        f"({(self.rig.out / f'send-{name}.stderr').read_text()[-300:]!r})")
                 continue
-            offset = start - self.clock.t0
+            offset = self.clock.at_monotonic(start)
             self._read_trace(fd, offset)
             rtx = next((line.split(":", 1)[1].strip() for line in text.splitlines()
                         if line.startswith("retransmits:")), None)

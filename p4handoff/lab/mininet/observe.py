@@ -46,7 +46,7 @@ class LabObserver(RunPart):
                                                                "aqm_dummy_dropped")}
             admitted = {k: v for k, v in (c.get("aqm_enqueued") or {}).items()}
             read_at = entry.get("counters_read_at")     # when the switch held these counts (wall clock)
-            at = now if read_at is None else read_at - self.clock.t0_wall
+            at = now if read_at is None else self.clock.at_wall(read_at)
             snap[cell] = {"bytes_sent": dequeued * wire_bytes(self.scn), "drops": drops, "dequeued": dequeued,
                           "admitted": admitted, "read_at": round(at, 4)}
         return now, snap, rows
@@ -89,8 +89,13 @@ class LabObserver(RunPart):
             except ValueError:
                 continue
             if row.get("event") == "handoff_active":
-                self.data.notes.append(f"controller: handoff of {row.get('mh')} active {row.get('duration_ms')} ms "
+                took = row.get("duration_ms")
+                if self.clock.scale != 1.0 and isinstance(took, (int, float)):
+                    took = f"{took / self.clock.scale:.1f} ms of the scenario's ({took} ms of the machine's)"
+                else:
+                    took = f"{took} ms"
+                self.data.notes.append(f"controller: handoff of {row.get('mh')} active {took} "
                                        "after its registration (registration → new path, buffer flushed, notified)")
             if row.get("event") in ("notified", "handoff_complete", "handoff_active", "detached", "probe_up"):
-                self.data.notifications.append((row["ts"] - self.clock.t0_wall, f"{row['event']} "
+                self.data.notifications.append((self.clock.at_wall(row["ts"]), f"{row['event']} "
                                                  + json.dumps({k: v for k, v in row.items() if k not in ("ts", "event")})))

@@ -36,7 +36,7 @@ class LabTimeline(RunPart):
                    for mh, mh_ops in groupby(ops, key=lambda op: op.mh)]
         for t in threads:
             t.start()
-        deadline = time.monotonic() + max(0.0, self.clock.t0 + self.scn.duration - time.monotonic()) + JOIN_MARGIN
+        deadline = max(time.monotonic(), self.clock.instant(self.scn.duration)) + JOIN_MARGIN
         for t in threads:
             t.join(max(0.0, deadline - time.monotonic()))
             if t.is_alive():

@@ -111,7 +111,7 @@ def assemble(v: Validated, variant: Variant | None, point: Point = ()) -> tuple[
     assert tcp is not None and topo is not None and flows is not None and mobility is not None and marks is not None
     assert measure is not None
     return Scenario(doc.scenario, doc.title, doc.paper, doc.duration, doc.seed, tcp, topo, tuple(flows), tuple(mobility),
-                    marks, measure, doc.assumptions, variant.label, point), []
+                    marks, measure, doc.assumptions, variant.label, point, doc.lab.time_scale), []
 
 
 def _flows(f: dict[str, Any], tcp: TcpSpec | None, duration: float | None, variant: Variant | None,

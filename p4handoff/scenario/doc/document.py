@@ -11,7 +11,8 @@ from typing import Annotated, Any
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from p4handoff.docmodel import Checked, DocModel, Name, Problem, fail, whole
+from p4handoff.docmodel import Checked, DocModel, Name, Problem, fail, real, whole
+from p4handoff.hosts.net.timescale import MAX_TIME_SCALE
 from p4handoff.scenario.rawdoc import get_path, split_path
 from p4handoff.scenario.doc.measure import MeasureDoc
 from p4handoff.scenario.doc.names import declared, refers_to
@@ -183,6 +184,16 @@ def _once(labels: list[str]) -> None:
         raise ValueError(f"label {twice!r} is used twice")
 
 
+class LabDoc(DocModel):
+    """How the lab backend plays the scenario; the simulator ignores it (it has no machine to keep up with)."""
+
+    time_scale: Annotated[float, real(1.0, MAX_TIME_SCALE)] = Field(default=1.0, description=(
+        "time dilation: the lab's network runs this many times slower (rates divided, delays, the timeline and "
+        "the windows stretched) and its endpoints on a clock as much slower, so a machine too small to play "
+        "the scenario in real time plays it at 1/S speed; the controller and the switches are not slowed "
+        "(docs/lab.md, 'Time dilation')"))
+
+
 class ScenarioDoc(DocModel):
     """A scenario: topology, mobility timeline, flows, what to measure, and the paper's numbers to compare with."""
 
@@ -204,6 +215,7 @@ class ScenarioDoc(DocModel):
     sweep: tuple[SweepDoc, ...] = Field(default=(), description="axes; several: their cartesian product")
     measure: MeasureDoc
     published: PublishedDoc | None = None
+    lab: LabDoc = Field(default_factory=LabDoc, description="the lab backend's settings (time_scale)")
 
     @field_validator("flows")
     @classmethod
