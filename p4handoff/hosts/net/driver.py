@@ -11,7 +11,9 @@ Each segment reaches the connection at the time the kernel received it
 (its SO_TIMESTAMPNS stamp, moved onto the driver's clock), not at the time
 this loop read it: ACKs that queued while the process waited for a core
 keep their spacing, which a packet-pair estimate (Bandwidth-Aware) and RTT
-samples measure. Times given to the connection never go backwards.
+samples measure. Times given to the connection never go backwards. They
+are read on a `timescale.ScaledClock`: the machine's monotonic clock, or one
+S times slower in a time-dilated lab run (docs/lab.md, "Time dilation").
 
 Which segments belong to the connection is decided here (the core trusts
 its driver): our port, the peer's port, and a source address that is the
