@@ -59,7 +59,9 @@ def lab_point(scale: float | None):
 
 
 def test_the_scenario_says_how_much_slower_the_lab_plays_it() -> None:
-    assert lab_point(None).lab_time_scale == 1.0
+    sf = load(TRACES / "combined-group-handoff.yaml")              # no `lab:` section: real time
+    assert {s.lab_time_scale for _, _, s in sf.runs()} == {1.0}
+    assert lab_point(None).lab_time_scale == 2.0                      # the lab point's file plays at half speed
     assert lab_point(2.5).lab_time_scale == 2.5
     with pytest.raises(ScenarioError, match=r"lab.time_scale: 0.5 is out of range \[1.0, 100.0\]"):
         lab_point(0.5)
