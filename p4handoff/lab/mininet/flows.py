@@ -23,6 +23,7 @@ from p4handoff.scenario.loader import Scenario
 
 FINISH_WAIT = 30.0     # scenario seconds a sender has after the run to close (FIN, TIME-WAIT) and report
 
+
 class LabFlows(RunPart):
     """The scenario's flows on the running lab (`rig`): each a receiver and a sender process."""
 
