@@ -15,16 +15,14 @@ MAX_TIME_SCALE = 100.0
 
 
 class ScaledClock:
-    """Monotonic seconds that pass `scale` times slower than the machine's, from `origin` (now by default).
+    """Monotonic seconds that pass `scale` times slower than the machine's from the clock's creation, when it
+    read the machine's monotonic clock (so an instant taken then is the same on either)."""
 
-    At `origin` it reads the machine's monotonic clock, so an instant taken on either is the same there.
-    """
-
-    def __init__(self, scale: float = 1.0, origin: float | None = None) -> None:
+    def __init__(self, scale: float = 1.0) -> None:
         if not 1.0 <= scale <= MAX_TIME_SCALE:
             raise ValueError(f"time scale must be in [1, {MAX_TIME_SCALE:g}], got {scale}")
         self.scale = scale
-        self.origin = time.monotonic() if origin is None else origin
+        self.origin = time.monotonic()
 
     def __call__(self) -> float:
         if self.scale == 1.0:
